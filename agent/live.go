@@ -1,0 +1,206 @@
+package agent
+
+import (
+	"context"
+	"iter"
+	"sync"
+
+	"github.com/reinhq/rein/session"
+)
+
+// LiveType names a live (non-durable) agent event.
+type LiveType string
+
+// Live event types (SPEC §6).
+const (
+	LiveStatus     LiveType = "agent/status"
+	LiveQueued     LiveType = "agent/queued"
+	LiveDequeued   LiveType = "agent/dequeued"
+	LiveDiscarded  LiveType = "agent/discarded"
+	LiveBlocked    LiveType = "agent/blocked"
+	LiveError      LiveType = "agent/error"
+	LiveSettled    LiveType = "agent/settled"
+	LiveFlushError LiveType = "session/flush-error"
+)
+
+// Placements of agent/queued.
+const (
+	PlacementQueued   = "queued"
+	PlacementSteering = "steering"
+)
+
+// Live is a live agent event, for UIs and embedders. Which fields are set
+// depends on Type:
+//
+//   - agent/status: Status
+//   - agent/queued: Message, Placement
+//   - agent/dequeued: Message (Seq: where a steering message entered the
+//     log; 0 for a prompt, whose admission starts now)
+//   - agent/discarded: Messages
+//   - agent/blocked: Message, Reason
+//   - agent/error: Turn, Step, Err
+//   - agent/settled: Turn, TurnReason
+//   - session/flush-error: Seqs, Err
+type Live struct {
+	Type       LiveType
+	Status     Status
+	Message    *Message
+	Messages   []Message
+	Placement  string
+	Reason     string
+	Turn, Step int
+	Err        error
+	TurnReason session.Reason
+	Seqs       []int64
+	Seq        int64
+}
+
+// Subscribe calls fn for every live event from now on, in order, on a
+// goroutine of its own: fn may call the agent (Inject, Steer, ...). A slow
+// fn never blocks the agent; events queue for it. Delivery stops when ctx
+// ends, when the returned stop is called, or after Close (events emitted
+// before Close completes are still delivered).
+func (a *Agent) Subscribe(ctx context.Context, fn func(Live)) (stop func()) {
+	s := &subscriber{fn: fn, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	var once sync.Once
+	stop = func() { once.Do(func() { close(s.stop) }) }
+	if err := a.exec(func() { a.subs.add(s) }); err != nil {
+		return stop
+	}
+	a.subs.wg.Add(1)
+	go func() {
+		defer a.subs.wg.Done()
+		defer a.do(func() { a.subs.remove(s) })
+		s.run(ctx, a.subs.quit)
+	}()
+	return stop
+}
+
+// emit queues ev for every subscriber. Owner only.
+func (a *Agent) emit(ev Live) {
+	for _, s := range a.subs.list {
+		s.push(ev)
+	}
+}
+
+type subscribers struct {
+	list []*subscriber
+	quit chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (ss *subscribers) init() { ss.quit = make(chan struct{}) }
+
+func (ss *subscribers) add(s *subscriber) { ss.list = append(ss.list, s) }
+
+func (ss *subscribers) remove(s *subscriber) {
+	for i, x := range ss.list {
+		if x == s {
+			ss.list = append(ss.list[:i:i], ss.list[i+1:]...)
+			return
+		}
+	}
+}
+
+// close ends delivery after the queued events and waits for the
+// subscriber goroutines.
+func (ss *subscribers) close() {
+	close(ss.quit)
+	ss.wg.Wait()
+}
+
+type subscriber struct {
+	fn   func(Live)
+	mu   sync.Mutex
+	q    []Live
+	wake chan struct{}
+	stop chan struct{}
+}
+
+func (s *subscriber) push(ev Live) {
+	s.mu.Lock()
+	s.q = append(s.q, ev)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscriber) run(ctx context.Context, quit <-chan struct{}) {
+	for {
+		s.mu.Lock()
+		q := s.q
+		s.q = nil
+		s.mu.Unlock()
+		for _, ev := range q {
+			select {
+			case <-s.stop:
+				return
+			case <-ctx.Done():
+				return
+			default:
+			}
+			s.fn(ev)
+		}
+		if len(q) > 0 {
+			continue
+		}
+		select {
+		case <-s.wake:
+		case <-s.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-quit:
+			// Deliver what was queued before the owner stopped, then end.
+			s.mu.Lock()
+			q := s.q
+			s.q = nil
+			s.mu.Unlock()
+			for _, ev := range q {
+				s.fn(ev)
+			}
+			return
+		}
+	}
+}
+
+// Events yields the session's events from seq from on: those already in the
+// log, then each new one as it is appended, until ctx ends (the iterator
+// then yields ctx's error once) or the agent is closed and every event has
+// been yielded. It never drops an event and never blocks the agent: a slow
+// reader lags and catches up.
+func (a *Agent) Events(ctx context.Context, from int64) iter.Seq2[session.Event, error] {
+	return func(yield func(session.Event, error) bool) {
+		for {
+			var evs []session.Event
+			var notify chan struct{}
+			if err := a.exec(func() { evs, notify = a.log.Events(from), a.notify }); err != nil {
+				// The owner has exited; the log no longer changes.
+				for _, ev := range a.log.Events(from) {
+					if !yield(ev, nil) {
+						return
+					}
+				}
+				return
+			}
+			for _, ev := range evs {
+				if !yield(ev, nil) {
+					return
+				}
+				from = ev.Seq + 1
+			}
+			if len(evs) > 0 {
+				continue
+			}
+			select {
+			case <-notify:
+			case <-a.done:
+			case <-ctx.Done():
+				yield(session.Event{}, ctx.Err())
+				return
+			}
+		}
+	}
+}

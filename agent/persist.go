@@ -1,0 +1,118 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
+)
+
+// persister moves accepted events to the store. The owner hands it events
+// in seq order (accept); flush waits until everything up to a seq is
+// durable. One write is in flight at a time, and each write takes every
+// event accepted so far (group commit). A failed write keeps its events
+// queued; the next flush retries them, so the store holds each event
+// exactly once.
+//
+// It holds no agent state, only its queue, under its own mutex.
+type persister struct {
+	w store.Writer
+
+	mu      sync.Mutex
+	queue   []session.Event
+	durable int64 // seqs below this are durable
+	writing bool
+	// done is closed and replaced after every write attempt.
+	done    chan struct{}
+	lastErr error
+	gen     uint64 // write attempts finished
+}
+
+func newPersister(w store.Writer, durable int64) *persister {
+	return &persister{w: w, durable: durable, done: make(chan struct{})}
+}
+
+// accept queues events for the next write. It never blocks on I/O.
+func (p *persister) accept(evs ...session.Event) {
+	p.mu.Lock()
+	p.queue = append(p.queue, evs...)
+	p.mu.Unlock()
+}
+
+// flush returns once every event with seq < upTo is durable, or the error
+// of a write attempt that started after flush was called and failed.
+func (p *persister) flush(ctx context.Context, upTo int64) error {
+	p.mu.Lock()
+	startGen := p.gen
+	if p.writing {
+		// The write in flight may not hold our events; wait for one more.
+		startGen++
+	}
+	for p.durable < upTo {
+		if p.gen > startGen && p.lastErr != nil {
+			err := p.lastErr
+			p.mu.Unlock()
+			return err
+		}
+		if !p.writing {
+			p.writing = true
+			batch := p.queue
+			if len(batch) == 0 || batch[len(batch)-1].Seq+1 < upTo {
+				p.writing = false
+				p.mu.Unlock()
+				return fmt.Errorf("agent: flush up to seq %d: events not accepted", upTo)
+			}
+			p.mu.Unlock()
+			p.write(batch)
+			p.mu.Lock()
+			continue
+		}
+		done := p.done
+		p.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		p.mu.Lock()
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// write stores batch (the queue's prefix at the time it was taken) and
+// updates the state. Called with writing set and the mutex released.
+func (p *persister) write(batch []session.Event) {
+	var err error
+	if len(batch) > 0 {
+		// Not cancellable: a write that has started is finished, so the
+		// file never holds half a batch we then forget about.
+		err = p.w.Append(context.Background(), batch)
+	}
+	p.mu.Lock()
+	if err == nil {
+		p.queue = p.queue[len(batch):]
+		if len(batch) > 0 {
+			p.durable = batch[len(batch)-1].Seq + 1
+		}
+	}
+	p.lastErr = err
+	p.gen++
+	p.writing = false
+	close(p.done)
+	p.done = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// pending reports the seqs accepted but not yet durable.
+func (p *persister) pending() []int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seqs := make([]int64, len(p.queue))
+	for i, ev := range p.queue {
+		seqs[i] = ev.Seq
+	}
+	return seqs
+}

@@ -1,0 +1,626 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/reinhq/rein/llm"
+)
+
+// Type is an event's wire type, e.g. "user/message".
+type Type string
+
+// The event types of SPEC §3 / FORMAT.md.
+const (
+	TypeTurnStart        Type = "turn/start"
+	TypeTurnEnd          Type = "turn/end"
+	TypeStepStart        Type = "step/start"
+	TypeStepEnd          Type = "step/end"
+	TypeUserMessage      Type = "user/message"
+	TypeSteeringMessage  Type = "steering/message"
+	TypeRequestHeader    Type = "request/header"
+	TypeAssistantChunk   Type = "assistant/chunk"
+	TypeAssistantMessage Type = "assistant/message"
+	TypeToolCall         Type = "tool/call"
+	TypeToolApproval     Type = "tool/approval"
+	TypeToolResult       Type = "tool/result"
+	TypeHookResult       Type = "hook/result"
+	TypeCompactionStart  Type = "compaction/start"
+	TypeCompactionEnd    Type = "compaction/end"
+	TypeSessionTitle     Type = "session/title"
+)
+
+// Types lists every known event type.
+var Types = []Type{
+	TypeTurnStart, TypeTurnEnd, TypeStepStart, TypeStepEnd, TypeUserMessage,
+	TypeSteeringMessage, TypeRequestHeader, TypeAssistantChunk, TypeAssistantMessage,
+	TypeToolCall, TypeToolApproval, TypeToolResult, TypeHookResult,
+	TypeCompactionStart, TypeCompactionEnd, TypeSessionTitle,
+}
+
+// Known reports whether t is a type this version of rein understands.
+func (t Type) Known() bool { return internType(string(t)) != "" }
+
+// internType returns the canonical constant for s without allocating, or ""
+// when s is not a known type.
+func internType(s string) Type {
+	switch s {
+	case "turn/start":
+		return TypeTurnStart
+	case "turn/end":
+		return TypeTurnEnd
+	case "step/start":
+		return TypeStepStart
+	case "step/end":
+		return TypeStepEnd
+	case "user/message":
+		return TypeUserMessage
+	case "steering/message":
+		return TypeSteeringMessage
+	case "request/header":
+		return TypeRequestHeader
+	case "assistant/chunk":
+		return TypeAssistantChunk
+	case "assistant/message":
+		return TypeAssistantMessage
+	case "tool/call":
+		return TypeToolCall
+	case "tool/approval":
+		return TypeToolApproval
+	case "tool/result":
+		return TypeToolResult
+	case "hook/result":
+		return TypeHookResult
+	case "compaction/start":
+		return TypeCompactionStart
+	case "compaction/end":
+		return TypeCompactionEnd
+	case "session/title":
+		return TypeSessionTitle
+	}
+	return ""
+}
+
+// Source says who produced a message. Kind "user" means a human typed it,
+// and nothing else means that.
+type Source struct {
+	Kind string `json:"kind"`
+	Name string `json:"name,omitempty"`
+}
+
+// Source kinds named by the SPEC; new kinds may appear and are shown by name.
+const (
+	SourceUser        = "user"
+	SourceHook        = "hook"
+	SourcePlugin      = "plugin"
+	SourceTool        = "tool"
+	SourceSessionRef  = "session-ref"
+	SourceSystem      = "system"
+	SourceUserContext = "user-context"
+)
+
+// IsUser reports whether a human wrote the message.
+func (s Source) IsUser() bool { return s.Kind == SourceUser }
+
+func (s Source) String() string {
+	if s.Name == "" {
+		return s.Kind
+	}
+	return s.Kind + ":" + s.Name
+}
+
+// Payload is the typed data of one event type.
+type Payload interface {
+	EventType() Type
+}
+
+// UserMessage is a user-role input: a prompt, an injected context, a hook's
+// context, or a compaction summary (Replaces set).
+type UserMessage struct {
+	ID       string     `json:"id"`
+	Content  []llm.Part `json:"content"`
+	Source   Source     `json:"source"`
+	Replaces *Replaces  `json:"replaces,omitempty"`
+}
+
+// Replaces is a compaction summary's shadowed range of surface events.
+type Replaces struct {
+	Start int64   `json:"start"`
+	End   int64   `json:"end"`
+	Seqs  []int64 `json:"seqs"`
+}
+
+// SteeringMessage redirects the open turn.
+type SteeringMessage struct {
+	Turn    int        `json:"turn"`
+	ID      string     `json:"id"`
+	Content []llm.Part `json:"content"`
+	Source  Source     `json:"source"`
+}
+
+// Trigger kinds.
+const (
+	TriggerSend  = "send"
+	TriggerSteer = "steer"
+	TriggerRetry = "retry"
+)
+
+// Trigger says what opened a turn.
+type Trigger struct {
+	Kind      string `json:"kind"`
+	MessageID string `json:"messageID,omitempty"`
+}
+
+// TurnStart opens turn Turn.
+type TurnStart struct {
+	Turn    int     `json:"turn"`
+	Trigger Trigger `json:"trigger"`
+}
+
+// Reason kinds of turn/end.
+const (
+	ReasonCompleted   = "completed"
+	ReasonMaxTokens   = "max-tokens"
+	ReasonError       = "error"
+	ReasonAborted     = "aborted"
+	ReasonInterrupted = "interrupted"
+)
+
+// Cancel causes of an aborted turn.
+const (
+	CauseUser   = "user"
+	CauseClosed = "closed"
+	CauseHook   = "hook"
+	CauseParent = "parent"
+)
+
+// Reason is why a turn ended.
+type Reason struct {
+	Kind    string `json:"kind"`
+	Code    string `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	Cause   string `json:"cause,omitempty"`
+}
+
+func (r Reason) String() string {
+	switch {
+	case r.Cause != "":
+		return r.Kind + "{" + r.Cause + "}"
+	case r.Code != "":
+		return r.Kind + "{" + r.Code + "}"
+	}
+	return r.Kind
+}
+
+// TurnEnd closes turn Turn.
+type TurnEnd struct {
+	Turn   int    `json:"turn"`
+	Reason Reason `json:"reason"`
+}
+
+// StepStart opens step Step (from 1) of turn Turn.
+type StepStart struct {
+	Turn int `json:"turn"`
+	Step int `json:"step"`
+}
+
+// StepEnd closes the open step.
+type StepEnd struct {
+	Turn int `json:"turn"`
+	Step int `json:"step"`
+}
+
+// Request header reasons.
+const (
+	HeaderInitial = "initial"
+	HeaderResume  = "resume"
+	HeaderChange  = "change"
+)
+
+// RequestHeader records the non-message part of the requests that follow:
+// system prompt, tools, model and params. It is written whenever one of
+// them changes, so every request is a pure function of the log.
+type RequestHeader struct {
+	Turn   int            `json:"turn"`
+	Step   int            `json:"step"`
+	Reason string         `json:"reason"`
+	Model  string         `json:"model"`
+	System string         `json:"system"`
+	Tools  []llm.ToolSpec `json:"tools"`
+	Params llm.Params     `json:"params"`
+}
+
+// AssistantChunk is one streamed increment of the step's response.
+type AssistantChunk struct {
+	Turn  int       `json:"turn"`
+	Step  int       `json:"step"`
+	Delta llm.Delta `json:"delta"`
+}
+
+// AssistantMessage is the step's complete (or interrupted) response.
+// ChunkSeqs cites exactly the chunks of the attempt it completes.
+type AssistantMessage struct {
+	Turn        int            `json:"turn"`
+	Step        int            `json:"step"`
+	Content     []llm.Part     `json:"content"`
+	ToolCalls   []llm.ToolCall `json:"toolCalls"`
+	Finish      llm.Finish     `json:"finish"`
+	Usage       llm.Usage      `json:"usage"`
+	ChunkSeqs   []int64        `json:"chunkSeqs"`
+	Interrupted bool           `json:"interrupted,omitempty"`
+}
+
+// ToolCall records that a call started (or, for synthetic not-run results,
+// that it was settled without starting). Arguments is what ran;
+// OriginalArguments what the model sent, when a hook rewrote it.
+type ToolCall struct {
+	Turn              int    `json:"turn"`
+	Step              int    `json:"step"`
+	CallID            string `json:"callID"`
+	Name              string `json:"name"`
+	Arguments         string `json:"arguments"`
+	OriginalArguments string `json:"originalArguments,omitempty"`
+}
+
+// ToolApproval records a permission decision and who made it.
+type ToolApproval struct {
+	Turn     int    `json:"turn"`
+	Step     int    `json:"step"`
+	CallID   string `json:"callID"`
+	Decision string `json:"decision"`
+	By       string `json:"by"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// ToolResult answers a call.
+type ToolResult struct {
+	Turn    int             `json:"turn"`
+	Step    int             `json:"step"`
+	CallID  string          `json:"callID"`
+	Content []llm.Part      `json:"content"`
+	IsError bool            `json:"isError"`
+	Code    string          `json:"code,omitempty"`
+	Meta    json.RawMessage `json:"meta,omitempty"`
+}
+
+// HookResult is a log-only record of one hook run.
+type HookResult struct {
+	Turn       *int   `json:"turn,omitempty"`
+	Point      string `json:"point"`
+	Hook       string `json:"hook"`
+	Decision   string `json:"decision"`
+	ExitCode   *int   `json:"exitCode,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+	Stderr     string `json:"stderr,omitempty"`
+}
+
+// Compaction reasons.
+const (
+	CompactPressure = "pressure"
+	CompactOverflow = "overflow"
+	CompactManual   = "manual"
+)
+
+// CompactionStart opens a compaction; Turn is nil between turns.
+type CompactionStart struct {
+	Turn   *int   `json:"turn"`
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// CompactionEnd closes the compaction with the same ID.
+type CompactionEnd struct {
+	Turn   *int   `json:"turn"`
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+	Error  string `json:"error,omitempty"`
+}
+
+// SessionTitle names the session; the latest wins.
+type SessionTitle struct {
+	Title string `json:"title"`
+}
+
+func (*UserMessage) EventType() Type      { return TypeUserMessage }
+func (*SteeringMessage) EventType() Type  { return TypeSteeringMessage }
+func (*TurnStart) EventType() Type        { return TypeTurnStart }
+func (*TurnEnd) EventType() Type          { return TypeTurnEnd }
+func (*StepStart) EventType() Type        { return TypeStepStart }
+func (*StepEnd) EventType() Type          { return TypeStepEnd }
+func (*RequestHeader) EventType() Type    { return TypeRequestHeader }
+func (*AssistantChunk) EventType() Type   { return TypeAssistantChunk }
+func (*AssistantMessage) EventType() Type { return TypeAssistantMessage }
+func (*ToolCall) EventType() Type         { return TypeToolCall }
+func (*ToolApproval) EventType() Type     { return TypeToolApproval }
+func (*ToolResult) EventType() Type       { return TypeToolResult }
+func (*HookResult) EventType() Type       { return TypeHookResult }
+func (*CompactionStart) EventType() Type  { return TypeCompactionStart }
+func (*CompactionEnd) EventType() Type    { return TypeCompactionEnd }
+func (*SessionTitle) EventType() Type     { return TypeSessionTitle }
+
+// NewPayload returns a zero payload of type t, or nil for an unknown type.
+func NewPayload(t Type) Payload {
+	switch t {
+	case TypeUserMessage:
+		return new(UserMessage)
+	case TypeSteeringMessage:
+		return new(SteeringMessage)
+	case TypeTurnStart:
+		return new(TurnStart)
+	case TypeTurnEnd:
+		return new(TurnEnd)
+	case TypeStepStart:
+		return new(StepStart)
+	case TypeStepEnd:
+		return new(StepEnd)
+	case TypeRequestHeader:
+		return new(RequestHeader)
+	case TypeAssistantChunk:
+		return new(AssistantChunk)
+	case TypeAssistantMessage:
+		return new(AssistantMessage)
+	case TypeToolCall:
+		return new(ToolCall)
+	case TypeToolApproval:
+		return new(ToolApproval)
+	case TypeToolResult:
+		return new(ToolResult)
+	case TypeHookResult:
+		return new(HookResult)
+	case TypeCompactionStart:
+		return new(CompactionStart)
+	case TypeCompactionEnd:
+		return new(CompactionEnd)
+	case TypeSessionTitle:
+		return new(SessionTitle)
+	}
+	return nil
+}
+
+// Event is one durable log entry. Data is the raw JSON of the payload; it
+// may alias a larger buffer (a loaded file) and must not be modified.
+type Event struct {
+	Seq       int64
+	Type      Type
+	Time      time.Time
+	Ignorable bool
+	Data      json.RawMessage
+}
+
+// TimeLayout is the wire layout of event times: RFC 3339, UTC, milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// NewEvent encodes p as the event of the given seq and time.
+func NewEvent(seq int64, t time.Time, p Payload) (Event, error) {
+	data, err := json.Marshal(p)
+	if err != nil {
+		return Event{}, fmt.Errorf("session: encode %s: %w", p.EventType(), err)
+	}
+	return Event{Seq: seq, Type: p.EventType(), Time: t.UTC().Truncate(time.Millisecond), Data: data}, nil
+}
+
+// Decode returns the typed payload of e.
+func (e Event) Decode() (Payload, error) {
+	p := NewPayload(e.Type)
+	if p == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownType, e.Type)
+	}
+	if err := json.Unmarshal(e.Data, p); err != nil {
+		return nil, fmt.Errorf("%w: seq %d %s: %v", ErrCorrupt, e.Seq, e.Type, err)
+	}
+	return p, nil
+}
+
+// MustDecode is Decode for events the caller produced itself; it panics on
+// error.
+func (e Event) MustDecode() Payload {
+	p, err := e.Decode()
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// AppendLine appends the event's JSONL line (with the trailing newline) to b.
+// The field order is fixed: seq, type, time, ignorable, data.
+func (e Event) AppendLine(b []byte) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = append(b, `,"type":"`...)
+	b = append(b, e.Type...)
+	b = append(b, `","time":"`...)
+	b = e.Time.UTC().AppendFormat(b, TimeLayout)
+	b = append(b, '"')
+	if e.Ignorable {
+		b = append(b, `,"ignorable":true`...)
+	}
+	b = append(b, `,"data":`...)
+	if len(e.Data) == 0 {
+		b = append(b, "{}"...)
+	} else {
+		b = append(b, e.Data...)
+	}
+	return append(b, "}\n"...)
+}
+
+// Errors of parsing and checking.
+var (
+	// ErrCorrupt reports a line or payload that does not parse.
+	ErrCorrupt = errors.New("session: corrupt event")
+	// ErrUnknownType reports an event type this reader does not know and
+	// that is not marked ignorable.
+	ErrUnknownType = errors.New("session: unknown event type")
+	// ErrVersion reports an unsupported header version.
+	ErrVersion = errors.New("session: unsupported format version")
+	// ErrOpenTurn reports an operation refused inside an open turn (fork).
+	ErrOpenTurn = errors.New("session: inside an open turn")
+	// ErrInvariant reports an event that would break the session invariant.
+	ErrInvariant = errors.New("session: invariant violated")
+)
+
+// ParseLine parses one event line (without the newline). It reads the fixed
+// prefix `{"seq":N,"type":"T","time":"…"` directly and takes data as a raw
+// slice of line without decoding it; lines written by other tools with
+// another field order fall back to encoding/json. Data aliases line.
+func ParseLine(line []byte) (Event, error) {
+	if ev, ok := parsePrefix(line); ok {
+		return ev, nil
+	}
+	var w struct {
+		Seq       *int64          `json:"seq"`
+		Type      string          `json:"type"`
+		Time      string          `json:"time"`
+		Ignorable bool            `json:"ignorable"`
+		Data      json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(line, &w); err != nil {
+		return Event{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	if w.Seq == nil || w.Type == "" {
+		return Event{}, fmt.Errorf("%w: missing seq or type", ErrCorrupt)
+	}
+	t, err := time.Parse(time.RFC3339Nano, w.Time)
+	if err != nil {
+		return Event{}, fmt.Errorf("%w: bad time %q", ErrCorrupt, w.Time)
+	}
+	typ := internType(w.Type)
+	if typ == "" {
+		typ = Type(w.Type)
+	}
+	return Event{Seq: *w.Seq, Type: typ, Time: t.UTC(), Ignorable: w.Ignorable, Data: w.Data}, nil
+}
+
+// parsePrefix is the fast path of ParseLine for lines in rein's own field
+// order. It validates the envelope but not data beyond its delimiters.
+func parsePrefix(line []byte) (Event, bool) {
+	const p1 = `{"seq":`
+	if len(line) < len(p1)+40 || string(line[:len(p1)]) != p1 || line[len(line)-1] != '}' {
+		return Event{}, false
+	}
+	i := len(p1)
+	var seq int64
+	start := i
+	for i < len(line) && line[i] >= '0' && line[i] <= '9' {
+		seq = seq*10 + int64(line[i]-'0')
+		i++
+		if i-start > 18 {
+			return Event{}, false
+		}
+	}
+	if i == start {
+		return Event{}, false
+	}
+	const p2 = `,"type":"`
+	if !hasAt(line, i, p2) {
+		return Event{}, false
+	}
+	i += len(p2)
+	ts := i
+	// Types are printable ASCII; anything else (escapes, UTF-8, control
+	// bytes) takes the fallback.
+	for i < len(line) && line[i] != '"' && line[i] != '\\' && line[i] >= 0x20 && line[i] < 0x80 {
+		i++
+	}
+	if i >= len(line) || line[i] != '"' || i == ts {
+		return Event{}, false
+	}
+	typ := internType(string(line[ts:i]))
+	if typ == "" {
+		typ = Type(line[ts:i])
+	}
+	i++
+	const p3 = `,"time":"`
+	if !hasAt(line, i, p3) {
+		return Event{}, false
+	}
+	i += len(p3)
+	if i+len(TimeLayout)+1 > len(line) || line[i+len(TimeLayout)] != '"' {
+		return Event{}, false
+	}
+	t, ok := parseTime(line[i : i+len(TimeLayout)])
+	if !ok {
+		return Event{}, false
+	}
+	i += len(TimeLayout) + 1
+	ign := false
+	const pi = `,"ignorable":true`
+	if hasAt(line, i, pi) {
+		ign = true
+		i += len(pi)
+	}
+	const p4 = `,"data":`
+	if !hasAt(line, i, p4) {
+		return Event{}, false
+	}
+	i += len(p4)
+	data := line[i : len(line)-1]
+	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' || objectLen(data) != len(data) {
+		return Event{}, false
+	}
+	return Event{Seq: seq, Type: typ, Time: t, Ignorable: ign, Data: data}, true
+}
+
+// objectLen returns the length of the bracketed value b starts with,
+// skipping strings, or -1 when it does not close. It does not validate the
+// value; it only makes sure data is one value, so a line with fields after
+// data (`"data":{},"x":{}`) takes the fallback.
+func objectLen(b []byte) int {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
+}
+
+func hasAt(b []byte, i int, s string) bool {
+	return len(b)-i >= len(s) && string(b[i:i+len(s)]) == s
+}
+
+// parseTime parses TimeLayout without allocating.
+func parseTime(b []byte) (time.Time, bool) {
+	num := func(lo, hi int) (int, bool) {
+		n := 0
+		for _, c := range b[lo:hi] {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	if b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != '.' || b[23] != 'Z' {
+		return time.Time{}, false
+	}
+	y, ok1 := num(0, 4)
+	mo, ok2 := num(5, 7)
+	d, ok3 := num(8, 10)
+	h, ok4 := num(11, 13)
+	mi, ok5 := num(14, 16)
+	s, ok6 := num(17, 19)
+	ms, ok7 := num(20, 23)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 {
+		return time.Time{}, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, s, ms*int(time.Millisecond), time.UTC)
+	if t.Day() != d || s > 59 {
+		return time.Time{}, false // Feb 30, a leap second: the fallback decides
+	}
+	return t, true
+}

@@ -1,0 +1,176 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/reinhq/rein/llm"
+)
+
+// Log is one session's durable event log held in memory: the events, the
+// incremental projection to model messages, and the turn/step state the
+// invariant needs. It is not safe for concurrent use; in the agent one owner
+// goroutine holds it.
+//
+// Append enforces the session invariant: an event that would break it is
+// refused with ErrInvariant and the log is unchanged.
+type Log struct {
+	header  Header
+	events  []Event
+	checker Checker
+	proj    Projection
+	last    time.Time
+	reqHdr  *RequestHeader
+	title   string
+	// ids holds the ids of every user and steering message, so new ids can
+	// be kept unique within the session.
+	ids map[string]struct{}
+}
+
+// NewLog returns an empty log for a session with header h.
+func NewLog(h Header) *Log {
+	return &Log{header: h, title: h.Title}
+}
+
+// Header returns the session header.
+func (l *Log) Header() Header { return l.header }
+
+// Len returns the number of events, which is also the next seq.
+func (l *Log) Len() int64 { return int64(len(l.events)) }
+
+// Event returns the event with the given seq.
+func (l *Log) Event(seq int64) Event { return l.events[seq] }
+
+// Events returns the events from seq on. The slice is a read-only view.
+func (l *Log) Events(from int64) []Event {
+	if from >= int64(len(l.events)) {
+		return nil
+	}
+	if from < 0 {
+		from = 0
+	}
+	return l.events[from:len(l.events):len(l.events)]
+}
+
+// LastTime returns the time of the last event (zero when empty).
+func (l *Log) LastTime() time.Time { return l.last }
+
+// Title returns the latest title.
+func (l *Log) Title() string { return l.title }
+
+// Turn returns the number of the last turn opened and whether it is open.
+func (l *Log) Turn() (turn int, open bool) { return l.checker.turn, l.checker.turnOpen }
+
+// Step returns the number of the last step of the open turn and whether it
+// is open.
+func (l *Log) Step() (step int, open bool) { return l.checker.step, l.checker.stepOpen }
+
+// RequestHeader returns the last recorded request header, or nil.
+func (l *Log) RequestHeader() *RequestHeader { return l.reqHdr }
+
+// Messages returns the projection: the model messages derived from the log.
+// The slice is shared with the log; callers must not modify it. It stays
+// valid (unchanged) after later appends.
+func (l *Log) Messages() []llm.Message { return l.proj.Messages() }
+
+// Projection returns the log's incremental projection.
+func (l *Log) Projection() *Projection { return &l.proj }
+
+// Append encodes p as the next event, with time t clamped so that times
+// never decrease, checks it against the invariant, and adds it. It returns
+// the event as it will be stored.
+func (l *Log) Append(t time.Time, p Payload) (Event, error) {
+	t = t.UTC().Truncate(time.Millisecond)
+	if t.Before(l.last) {
+		t = l.last
+	}
+	ev, err := NewEvent(l.Len(), t, p)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := l.add(ev, p); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// AppendEvent adds an already encoded event (as read from a store). Its seq
+// must be Len(); unknown types are refused unless ignorable.
+func (l *Log) AppendEvent(ev Event) error {
+	if ev.Seq != l.Len() {
+		return fmt.Errorf("%w: seq %d, want %d", ErrInvariant, ev.Seq, l.Len())
+	}
+	var p Payload
+	if !ev.Type.Known() {
+		if !ev.Ignorable {
+			return fmt.Errorf("%w: %q at seq %d", ErrUnknownType, ev.Type, ev.Seq)
+		}
+	} else if ev.Type != TypeAssistantChunk {
+		// Chunks are the bulk of a log and carry nothing the projection
+		// or the state needs: they stay undecoded.
+		var err error
+		if p, err = ev.Decode(); err != nil {
+			return err
+		}
+	}
+	return l.add(ev, p)
+}
+
+func (l *Log) add(ev Event, p Payload) error {
+	if vs := l.checker.Add(ev, p); len(vs) > 0 {
+		return &InvariantError{Violations: vs}
+	}
+	l.events = append(l.events, ev)
+	if ev.Time.After(l.last) {
+		l.last = ev.Time
+	}
+	switch d := p.(type) {
+	case *RequestHeader:
+		l.reqHdr = d
+	case *SessionTitle:
+		l.title = d.Title
+	case *UserMessage:
+		l.addID(d.ID)
+	case *SteeringMessage:
+		l.addID(d.ID)
+	}
+	l.proj.Add(ev.Seq, p)
+	return nil
+}
+
+func (l *Log) addID(id string) {
+	if l.ids == nil {
+		l.ids = map[string]struct{}{}
+	}
+	l.ids[id] = struct{}{}
+}
+
+// HasMessageID reports whether a user or steering message with this id is
+// in the log.
+func (l *Log) HasMessageID(id string) bool {
+	_, ok := l.ids[id]
+	return ok
+}
+
+// InvariantError lists the rules an event broke.
+type InvariantError struct {
+	Violations []Violation
+}
+
+func (e *InvariantError) Error() string {
+	s := ErrInvariant.Error()
+	for i, v := range e.Violations {
+		if i == 3 {
+			s += fmt.Sprintf("; and %d more", len(e.Violations)-i)
+			break
+		}
+		s += "; " + v.String()
+	}
+	return s
+}
+
+func (e *InvariantError) Unwrap() error { return ErrInvariant }
+
+// IsInvariant reports whether err is an invariant violation.
+func IsInvariant(err error) bool { return errors.Is(err, ErrInvariant) }
