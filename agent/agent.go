@@ -94,6 +94,7 @@ type Agent struct {
 	pendingIDs  map[string]struct{}
 	notify      chan struct{}
 	hdrKey      string
+	lastTokens  int // input+output of the last response (compaction pressure)
 	hdrReason   string
 }
 

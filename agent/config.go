@@ -44,6 +44,13 @@ type Config struct {
 	// TurnStopping steering in one turn (default 8).
 	MaxForcedContinuations int
 
+	// ContextWindow is the model's context window in tokens. When set,
+	// the agent compacts automatically before a step whose previous
+	// response reported more than CompactAt of it (default 0.8), and once
+	// per step on a context-overflow error before retrying.
+	ContextWindow int
+	CompactAt     float64
+
 	// Clock and NewID make logs deterministic in tests. Defaults: time.Now
 	// and ULID-like random ids.
 	Clock func() time.Time
@@ -74,6 +81,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.MaxForcedContinuations <= 0 {
 		cfg.MaxForcedContinuations = 8
+	}
+	if cfg.CompactAt <= 0 || cfg.CompactAt >= 1 {
+		cfg.CompactAt = 0.8
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now

@@ -123,7 +123,7 @@ type checkedProvider struct {
 func (p *checkedProvider) Name() string { return p.inner.Name() }
 
 func (p *checkedProvider) Stream(ctx context.Context, req *llm.Request) iter.Seq[llm.Event] {
-	if !p.off {
+	if !p.off && req.System != agent.CompactionSystemPrompt {
 		p.h.checkRequest(req)
 	}
 	return p.inner.Stream(ctx, req)

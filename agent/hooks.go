@@ -71,6 +71,9 @@ type Hooks struct {
 	// SessionStart runs on create, resume and fork. Its contexts are
 	// awaited and committed before the first request.
 	SessionStart []Hook[SessionStartInfo, []AdditionalContext]
+	// PreCompact runs before a compaction; it may block it or add
+	// instructions for the summary.
+	PreCompact []Hook[CompactInfo, CompactDecision]
 }
 
 // Prompt is a queued message under admission.

@@ -47,7 +47,7 @@ func (a *Agent) drive() {
 				a.emit(Live{Type: LiveDequeued, Message: &m})
 			}
 			var cancel context.CancelCauseFunc
-			ctx, cancel = context.WithCancelCause(context.Background())
+			ctx, cancel = context.WithCancelCause(context.WithValue(context.Background(), driverKey{}, a))
 			act = &activity{cancel: cancel}
 			a.act = act
 			ok = true
@@ -291,8 +291,15 @@ func (a *Agent) runStep(ctx context.Context, turn, step int) stepResult {
 	if ctx.Err() != nil {
 		return stepResult{}
 	}
+	if a.underPressure() {
+		if err := a.compact(ctx, turn, CompactOptions{Reason: session.CompactPressure, Keep: 2}); err != nil && !errors.Is(err, ErrNothingToCompact) {
+			a.cfg.Logger.Warn("agent: compaction under pressure failed; continuing", "session", a.id, "err", err)
+		}
+		a.do(func() { a.drain(turn) }) // SessionStart(compact) contexts
+	}
 	opened := false
 	attempt := 0
+	overflowCompacted := false
 	for {
 		req, upTo, err := a.prepare(ctx, turn, step, !opened)
 		opened = true
@@ -320,6 +327,15 @@ func (a *Agent) runStep(ctx context.Context, turn, step int) stepResult {
 				})
 			}
 			return a.endStep(turn, step, nil)
+		}
+		if out.err.Code == llm.CodeContextOverflow && a.cfg.ContextWindow > 0 && !overflowCompacted {
+			overflowCompacted = true
+			if err := a.compact(ctx, turn, CompactOptions{Reason: session.CompactOverflow, Keep: 2}); err == nil {
+				a.do(func() { a.drain(turn) })
+				continue
+			} else {
+				a.cfg.Logger.Warn("agent: compaction after context overflow failed", "session", a.id, "err", err)
+			}
 		}
 		attempt++
 		dec, herr := run(ctx, a.cfg.Hooks.RequestError, RequestErrorInfo{Turn: turn, Step: step, Attempt: attempt, Err: out.err},
@@ -525,6 +541,7 @@ func (a *Agent) finishStep(ctx context.Context, turn, step int, out *streamed) s
 		}
 		_, err := a.append(&session.AssistantMessage{Turn: turn, Step: step, Content: out.content(), ToolCalls: calls,
 			Finish: finish, Usage: out.usage, ChunkSeqs: nonNil(out.chunkSeqs)})
+		a.lastTokens = out.usage.Input + out.usage.Output
 		mintErr = err != nil
 	})
 	if mintErr {
@@ -551,4 +568,15 @@ func nonNil(s []int64) []int64 {
 		return []int64{}
 	}
 	return s
+}
+
+// underPressure reports whether the last response used more of the context
+// window than CompactAt allows. O(1): it reads the last reported usage.
+func (a *Agent) underPressure() bool {
+	if a.cfg.ContextWindow <= 0 {
+		return false
+	}
+	var used int
+	a.do(func() { used = a.lastTokens })
+	return float64(used) > a.cfg.CompactAt*float64(a.cfg.ContextWindow)
 }

@@ -174,3 +174,17 @@ func (e *InvariantError) Unwrap() error { return ErrInvariant }
 
 // IsInvariant reports whether err is an invariant violation.
 func IsInvariant(err error) bool { return errors.Is(err, ErrInvariant) }
+
+// LiveSurface returns the seqs in [start, end] of surface events
+// (message-producing: user/message, steering/message, assistant/message,
+// tool/result) that no compaction summary shadows yet, in ascending order:
+// exactly what a summary replacing that range must list.
+func (l *Log) LiveSurface(start, end int64) []int64 {
+	var out []int64
+	for s := max(start, 0); s <= end && s < int64(len(l.checker.kinds)); s++ {
+		if k := l.checker.kinds[s]; k&kSurface != 0 && k&kShadowed == 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
