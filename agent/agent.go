@@ -603,4 +603,3 @@ func (a *Agent) RecordHookResult(r session.HookResult) error {
 	}
 	return err
 }
-
