@@ -118,11 +118,16 @@ type Request struct {
 
 // Usage counts tokens of one model response.
 type Usage struct {
-	Input      int `json:"input"`
-	Output     int `json:"output"`
+	// Input is every prompt token, cached ones included, so it compares
+	// with the context window.
+	Input  int `json:"input"`
+	Output int `json:"output"`
+	// CacheRead and CacheWrite are the parts of Input read from and
+	// written to the provider's prompt cache.
 	CacheRead  int `json:"cacheRead,omitempty"`
 	CacheWrite int `json:"cacheWrite,omitempty"`
-	Reasoning  int `json:"reasoning,omitempty"`
+	// Reasoning is the part of Output spent on reasoning.
+	Reasoning int `json:"reasoning,omitempty"`
 }
 
 // Add returns u+v.

@@ -1,0 +1,234 @@
+// Package catalog resolves a model spec "provider:model" to a configured
+// llm.Provider and the model's limits. Keys and base URLs come from an
+// explicit Config, which overrides the environment (DEEPSEEK_API_KEY,
+// DEEPSEEK_BASE_URL, OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY,
+// ANTHROPIC_BASE_URL, OLLAMA_HOST; "openai-compatible:MODEL" reads
+// OPENAI_BASE_URL, which it requires, and OPENAI_API_KEY, which it does
+// not). A small built-in table gives context
+// windows and output limits; Config.Models overrides or extends it, and a
+// model missing from both still resolves with its provider's defaults.
+//
+// Resolve is a pure function of its arguments (the environment is passed in
+// as getenv) and safe for concurrent use. The package may import llm and
+// the adapters (llm/openai, llm/anthropic, llm/scripted); nothing below
+// cmd/rein should import it except tests.
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/llm/anthropic"
+	"github.com/reinhq/rein/llm/openai"
+	"github.com/reinhq/rein/llm/scripted"
+)
+
+// Sentinel errors of Resolve; match with errors.Is.
+var (
+	// ErrBadSpec: the spec is not "provider:model".
+	ErrBadSpec = errors.New("catalog: model spec must be provider:model")
+	// ErrUnknownProvider: the provider half names no known provider.
+	ErrUnknownProvider = errors.New("catalog: unknown provider")
+	// ErrMissingKey: the provider needs an API key and none was given.
+	ErrMissingKey = errors.New("catalog: missing API key")
+	// ErrMissingBaseURL: openai-compatible needs a base URL.
+	ErrMissingBaseURL = errors.New("catalog: missing base URL")
+)
+
+// Model is a resolved model and its limits in tokens.
+type Model struct {
+	// Provider is the provider half of the spec, Name the model half.
+	Provider string
+	Name     string
+	// ContextWindow is the most tokens of prompt plus output.
+	ContextWindow int
+	// MaxOutput is the most output tokens of one response.
+	MaxOutput int
+}
+
+// Spec is "provider:model".
+func (m Model) Spec() string { return m.Provider + ":" + m.Name }
+
+// ProviderConfig overrides a provider's environment.
+type ProviderConfig struct {
+	APIKey  string
+	BaseURL string
+}
+
+// Config is explicit configuration; set fields win over the environment.
+type Config struct {
+	// Providers is keyed by provider name ("deepseek", "openai",
+	// "anthropic", "ollama", "openai-compatible").
+	Providers map[string]ProviderConfig
+	// Models overrides or extends the built-in limits, keyed by
+	// "provider:model". A zero field keeps the built-in value.
+	Models map[string]Model
+	// HTTPClient is passed to the adapters.
+	HTTPClient *http.Client
+	// IdleTimeout is the adapters' idle-stream watchdog (default 90s).
+	IdleTimeout time.Duration
+}
+
+// provider describes one known provider.
+type provider struct {
+	keyEnv, urlEnv string
+	defaultURL     string
+	keyOptional    bool
+	// defaults for models missing from the table.
+	window, output int
+}
+
+var providers = map[string]provider{
+	"deepseek":          {keyEnv: "DEEPSEEK_API_KEY", urlEnv: "DEEPSEEK_BASE_URL", defaultURL: "https://api.deepseek.com", window: 131072, output: 8192},
+	"openai":            {keyEnv: "OPENAI_API_KEY", urlEnv: "OPENAI_BASE_URL", defaultURL: "https://api.openai.com/v1", window: 128000, output: 16384},
+	"anthropic":         {keyEnv: "ANTHROPIC_API_KEY", urlEnv: "ANTHROPIC_BASE_URL", defaultURL: "https://api.anthropic.com", window: 200000, output: 8192},
+	"ollama":            {urlEnv: "OLLAMA_HOST", defaultURL: "http://127.0.0.1:11434", keyOptional: true, window: 32768, output: 8192},
+	"openai-compatible": {keyEnv: "OPENAI_API_KEY", urlEnv: "OPENAI_BASE_URL", keyOptional: true, window: 32768, output: 8192},
+}
+
+// models is the built-in table of limits, from the providers' model pages.
+// DeepSeek: 128K context; deepseek-chat outputs at most 8K, the reasoner
+// (thinking mode) 64K. OpenAI gpt-4.1: 1,047,576 / 32,768. Anthropic
+// Claude 4.x: 200K context, 64K output (Opus 4/4.1: 32K).
+var models = map[string]Model{
+	"deepseek:deepseek-chat":             {ContextWindow: 131072, MaxOutput: 8192},
+	"deepseek:deepseek-reasoner":         {ContextWindow: 131072, MaxOutput: 65536},
+	"openai:gpt-4.1":                     {ContextWindow: 1047576, MaxOutput: 32768},
+	"openai:gpt-4.1-mini":                {ContextWindow: 1047576, MaxOutput: 32768},
+	"openai:gpt-4o":                      {ContextWindow: 128000, MaxOutput: 16384},
+	"openai:o3":                          {ContextWindow: 200000, MaxOutput: 100000},
+	"openai:o4-mini":                     {ContextWindow: 200000, MaxOutput: 100000},
+	"openai:gpt-5":                       {ContextWindow: 400000, MaxOutput: 128000},
+	"anthropic:claude-sonnet-4-5":        {ContextWindow: 200000, MaxOutput: 64000},
+	"anthropic:claude-haiku-4-5":         {ContextWindow: 200000, MaxOutput: 64000},
+	"anthropic:claude-opus-4-1":          {ContextWindow: 200000, MaxOutput: 32000},
+	"anthropic:claude-sonnet-4-0":        {ContextWindow: 200000, MaxOutput: 64000},
+	"anthropic:claude-3-7-sonnet-latest": {ContextWindow: 200000, MaxOutput: 64000},
+	"ollama:qwen3":                       {ContextWindow: 40960, MaxOutput: 8192},
+}
+
+// Lookup returns the limits of provider:name from cfg.Models, the built-in
+// table, or the provider's defaults, field by field in that order.
+func Lookup(providerName, name string, cfg Config) Model {
+	m := Model{Provider: providerName, Name: name}
+	key := providerName + ":" + name
+	if b, ok := models[key]; ok {
+		m.ContextWindow, m.MaxOutput = b.ContextWindow, b.MaxOutput
+	}
+	if o, ok := cfg.Models[key]; ok {
+		if o.ContextWindow > 0 {
+			m.ContextWindow = o.ContextWindow
+		}
+		if o.MaxOutput > 0 {
+			m.MaxOutput = o.MaxOutput
+		}
+	}
+	if pv, ok := providers[providerName]; ok {
+		if m.ContextWindow == 0 {
+			m.ContextWindow = pv.window
+		}
+		if m.MaxOutput == 0 {
+			m.MaxOutput = pv.output
+		}
+	}
+	return m
+}
+
+// Resolve parses spec and returns its provider and model. getenv reads the
+// environment (os.Getenv in production; nil reads nothing). "scripted:FILE"
+// loads the scripted model at FILE (llm/scripted) with zero limits.
+//
+// Errors wrap ErrBadSpec, ErrUnknownProvider, ErrMissingKey (naming the
+// environment variable to set) or ErrMissingBaseURL, or are the scripted
+// loader's.
+func Resolve(spec string, cfg Config, getenv func(string) string) (llm.Provider, Model, error) {
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	name, model, ok := strings.Cut(spec, ":")
+	if !ok || name == "" || model == "" {
+		return nil, Model{}, fmt.Errorf("%w: %q", ErrBadSpec, spec)
+	}
+	if name == "scripted" {
+		m, err := scripted.Load(model)
+		if err != nil {
+			return nil, Model{}, err
+		}
+		return m, Model{Provider: name, Name: model}, nil
+	}
+	pv, ok := providers[name]
+	if !ok {
+		return nil, Model{}, fmt.Errorf("%w %q in %q (known: anthropic, deepseek, ollama, openai, openai-compatible, scripted)", ErrUnknownProvider, name, spec)
+	}
+	pc := cfg.Providers[name]
+	key := pc.APIKey
+	if key == "" && pv.keyEnv != "" {
+		key = getenv(pv.keyEnv)
+	}
+	base := pc.BaseURL
+	if base == "" && pv.urlEnv != "" {
+		base = getenv(pv.urlEnv)
+	}
+	if base == "" {
+		base = pv.defaultURL
+	}
+	if key == "" && !pv.keyOptional {
+		return nil, Model{}, fmt.Errorf("%w: set %s for %s (or give %s an API key in the config)", ErrMissingKey, pv.keyEnv, spec, name)
+	}
+	if base == "" {
+		return nil, Model{}, fmt.Errorf("%w: set %s or give %s a base URL in the config", ErrMissingBaseURL, pv.urlEnv, name)
+	}
+	m := Lookup(name, model, cfg)
+	switch name {
+	case "anthropic":
+		return anthropic.New(anthropic.Config{Name: name, BaseURL: base, APIKey: key, HTTPClient: cfg.HTTPClient, IdleTimeout: cfg.IdleTimeout, MaxTokens: m.MaxOutput}), m, nil
+	case "ollama":
+		base = ollamaURL(base)
+	}
+	oc := openai.Config{Name: name, BaseURL: base, APIKey: key, HTTPClient: cfg.HTTPClient, IdleTimeout: cfg.IdleTimeout}
+	switch name {
+	case "deepseek":
+		oc.ReasoningContent = true
+	case "openai":
+		oc.MaxTokensField = "max_completion_tokens"
+	}
+	return openai.New(oc), m, nil
+}
+
+// ollamaURL turns an OLLAMA_HOST value ("0.0.0.0", "host:port",
+// "http://host:port") into the OpenAI-compatible API root.
+func ollamaURL(host string) string {
+	bare := !strings.Contains(host, "://")
+	if bare {
+		host = "http://" + host
+	}
+	u, err := url.Parse(host)
+	if err != nil {
+		return host
+	}
+	h, port := u.Hostname(), u.Port()
+	switch h {
+	case "", "0.0.0.0":
+		h = "127.0.0.1"
+	case "::":
+		h = "::1"
+	}
+	switch {
+	case port != "":
+		u.Host = net.JoinHostPort(h, port)
+	case bare:
+		u.Host = net.JoinHostPort(h, "11434")
+	case strings.Contains(h, ":"):
+		u.Host = "[" + h + "]"
+	default:
+		u.Host = h
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1") + "/v1"
+	return u.String()
+}
