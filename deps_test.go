@@ -34,13 +34,14 @@ var allowed = map[string][]string{
 	"acp":              {"agent", "transcript", "session", "llm", "store", "tool"},
 	"tui":              {"agent", "transcript", "session", "llm"},
 	"cmd/...":          {"*"},
+	"bench":            {"*"},
 	"bench/...":        {"*"},
 	"config":           {"llm", "guard", "tool"},
 }
 
 // testOnly lists packages that tests (not the package itself) may import on
 // top of the rules, e.g. in-memory stores and the scripted model.
-var testOnly = []string{"store/memstore", "llm/scripted", "llm/scripted/scriptedtest", "store/storetest", "store/jsonl", "llm/mock", "llm/openai", "llm/retry", "tool/builtin", "guard", "hook"}
+var testOnly = []string{"store", "store/memstore", "llm/scripted", "llm/scripted/scriptedtest", "store/storetest", "store/jsonl", "llm/mock", "llm/openai", "llm/anthropic", "llm/retry", "tool/builtin", "guard", "hook"}
 
 func rule(pkg string) ([]string, bool) {
 	if r, ok := allowed[pkg]; ok {

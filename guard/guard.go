@@ -1,0 +1,298 @@
+// Package guard is rein's permission policy for tool calls: a mode
+// (read-only, workspace-write, full-access), allow/ask/deny rules by tool
+// and pattern, workspace confinement with symlinks and ".." resolved, the
+// Approver that answers "ask", and the environment filter that keeps
+// secrets away from shell commands (SafeEnv).
+//
+// Decide is a pure function of the policy, the call and the file system; it
+// never asks anyone. Authorize combines it with an Approver. The agent
+// records the outcome as a tool/approval event; this package writes
+// nothing.
+//
+// What workspace-write does not do: bash is not sandboxed. Its writes are
+// checked only by reading the script (redirections such as > /etc/x, and
+// the arguments of commands known to change the files they name: rm, mv,
+// cp, tee, ...); programs it runs can write anywhere the user can. Shell rules likewise see
+// only the script's text (every simple command, including those inside
+// pipes, subshells, command substitutions, eval and bash -c '...'), not
+// what the programs do.
+//
+// Concurrency: a Policy must not be changed while Decide runs; Decide may
+// run concurrently. This package imports only tool-independent libraries
+// (stdlib, doublestar, mvdan.cc/sh); it must not import agent, hook or any
+// face.
+package guard
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Sentinel errors.
+var (
+	// ErrBadRule: a rule does not parse.
+	ErrBadRule = errors.New("guard: bad rule")
+	// ErrBadMode: an unknown mode name.
+	ErrBadMode = errors.New("guard: bad mode")
+)
+
+// Mode is the baseline of what tools may do.
+type Mode string
+
+const (
+	// ReadOnly allows reading tools, asks before shell commands and other
+	// tools, and denies writes (allow rules can lift the last two, inside
+	// the workspace).
+	ReadOnly Mode = "read-only"
+	// WorkspaceWrite (the default) allows reads anywhere and writes inside
+	// the workspace root (and Policy.Writable); writes outside are denied,
+	// and no rule allows them.
+	WorkspaceWrite Mode = "workspace-write"
+	// FullAccess allows everything the rules do not restrict.
+	FullAccess Mode = "full-access"
+)
+
+// ParseMode returns the mode called s; "" is WorkspaceWrite.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case "":
+		return WorkspaceWrite, nil
+	case ReadOnly, WorkspaceWrite, FullAccess:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("%w %q (want read-only, workspace-write or full-access)", ErrBadMode, s)
+}
+
+// Action is a decision's verdict; a larger value is more restrictive.
+type Action int
+
+const (
+	Allow Action = iota
+	Ask
+	Deny
+)
+
+func (a Action) String() string {
+	switch a {
+	case Allow:
+		return "allow"
+	case Ask:
+		return "ask"
+	case Deny:
+		return "deny"
+	}
+	return fmt.Sprintf("action(%d)", int(a))
+}
+
+// MarshalText writes the action's name.
+func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// Decision is the policy's answer for one call.
+type Decision struct {
+	Action Action
+	// By names what decided: "rule:<rule>" or "mode:<mode>".
+	By string
+	// Reason says why, for the model (on deny) and the human (on ask).
+	Reason string
+}
+
+// Kind is what a tool does, as far as the policy is concerned.
+type Kind int
+
+const (
+	// KindOther is a tool the policy knows nothing about: asked in
+	// read-only mode, allowed otherwise; patterns never match it.
+	KindOther Kind = iota
+	// KindRead reads files; its path is the rule subject.
+	KindRead
+	// KindWrite changes files; its path is the rule subject and must lie in
+	// the workspace in workspace-write mode.
+	KindWrite
+	// KindShell runs a shell script; its command is the rule subject.
+	KindShell
+	// KindSafe has no effect outside the session (todo).
+	KindSafe
+)
+
+// toolInfo says how to read a built-in tool's arguments.
+type toolInfo struct {
+	kind  Kind
+	field string // the JSON field holding the subject
+}
+
+var builtin = map[string]toolInfo{
+	"read":  {KindRead, "file_path"},
+	"glob":  {KindRead, "path"},
+	"grep":  {KindRead, "path"},
+	"ls":    {KindRead, "path"},
+	"write": {KindWrite, "file_path"},
+	"edit":  {KindWrite, "file_path"},
+	"bash":  {KindShell, "command"},
+	"todo":  {KindSafe, ""},
+}
+
+// Policy decides tool calls. The zero value is workspace-write with no
+// root, which denies every write: set Root.
+type Policy struct {
+	Mode  Mode
+	Rules []Rule
+	// Root is the workspace root (usually the session's working directory).
+	Root string
+	// Dir resolves relative paths; empty means Root.
+	Dir string
+	// Writable are further directories writes may go to in
+	// workspace-write mode (e.g. a temporary directory).
+	Writable []string
+	// Kinds classifies tools beyond the built-ins, by name; for KindRead
+	// and KindWrite tools the subject is the "path" or "file_path"
+	// argument, for KindShell the "command" argument.
+	Kinds map[string]Kind
+}
+
+func (p *Policy) info(name string) toolInfo {
+	if k, ok := p.Kinds[name]; ok {
+		switch k {
+		case KindShell:
+			return toolInfo{k, "command"}
+		case KindRead, KindWrite:
+			return toolInfo{k, "path|file_path"}
+		}
+		return toolInfo{k, ""}
+	}
+	if ti, ok := builtin[name]; ok {
+		return ti
+	}
+	return toolInfo{KindOther, ""}
+}
+
+// subject extracts the rule subject from a call's arguments; "" when the
+// arguments do not say (a path then means the working directory).
+func subject(field string, args json.RawMessage) string {
+	if field == "" {
+		return ""
+	}
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil {
+		return ""
+	}
+	for _, f := range strings.Split(field, "|") {
+		if s, ok := m[f].(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// Decide returns the decision for calling toolName with args, in this
+// order:
+//
+//  1. a matching deny rule denies;
+//  2. a write outside the workspace (read-only and workspace-write modes:
+//     a write tool's path, or a shell redirection, resolved through
+//     symlinks and "..") is denied, whatever the allow rules say;
+//  3. a matching ask rule asks;
+//  4. an allow rule that covers the call allows: it lifts the mode's
+//     default, such as read-only's denial of writes or its question before
+//     shell commands;
+//  5. otherwise the mode's default decides.
+//
+// For a shell command, a deny or ask rule matches if it matches the script
+// or any simple command in it (also with wrappers such as sudo, env,
+// timeout or xargs stripped); an allow rule covers the script only if every
+// simple command is matched by some allow rule (cd, pushd, popd, true,
+// false and : need none).
+func (p *Policy) Decide(toolName string, args json.RawMessage) Decision {
+	ti := p.info(toolName)
+	subj := subject(ti.field, args)
+	c := &call{tool: toolName, kind: ti.kind}
+	switch ti.kind {
+	case KindShell:
+		c.script = parseScript(subj, p.dir())
+	case KindRead, KindWrite:
+		c.path = p.pathOf(subj)
+	}
+	rule := p.ruleVerdict(c)
+	mode, hard := p.modeVerdict(c)
+	switch {
+	case rule != nil && rule.Action == Deny:
+		return *rule
+	case hard:
+		return mode
+	case rule != nil:
+		return *rule
+	}
+	return mode
+}
+
+func (p *Policy) mode() Mode {
+	if p.Mode == "" {
+		return WorkspaceWrite
+	}
+	return p.Mode
+}
+
+func (p *Policy) dir() string {
+	if p.Dir != "" {
+		return p.Dir
+	}
+	return p.Root
+}
+
+// modeVerdict is what the mode alone says about c; hard marks a denial no
+// allow rule lifts (a write leaving the workspace).
+func (p *Policy) modeVerdict(c *call) (d Decision, hard bool) {
+	m := p.mode()
+	by := "mode:" + string(m)
+	if m == FullAccess {
+		return Decision{Action: Allow, By: by}, false
+	}
+	// Confinement, for read-only and workspace-write alike.
+	unknown := ""
+	switch c.kind {
+	case KindWrite:
+		if ok, why := p.confined(c.path); !ok {
+			return Decision{Deny, by, why}, true
+		}
+	case KindShell:
+		s := c.script
+		if s.err != nil {
+			unknown = fmt.Sprintf("the command does not parse (%v), so its writes cannot be checked", s.err)
+			break
+		}
+		writes := s.writes
+		for _, cmd := range s.cmds {
+			writes = append(writes, writeTargets(cmd)...)
+		}
+		for _, w := range writes {
+			if w.unknown != "" {
+				if unknown == "" {
+					unknown = fmt.Sprintf("cannot tell where %s writes (%s)", w.text, w.unknown)
+				}
+				continue
+			}
+			if isDevice(w.target) {
+				continue
+			}
+			if ok, why := p.confined(p.pathAt(w.cwd, w.target)); !ok {
+				return Decision{Deny, by, "the command writes outside the workspace: " + why}, true
+			}
+		}
+	}
+	if m == ReadOnly {
+		switch c.kind {
+		case KindRead, KindSafe:
+			return Decision{Action: Allow, By: by}, false
+		case KindWrite:
+			return Decision{Deny, by, fmt.Sprintf("%s changes files, and the session is read-only", c.tool)}, false
+		case KindShell:
+			return Decision{Ask, by, "shell commands need approval in read-only mode"}, false
+		}
+		return Decision{Ask, by, fmt.Sprintf("%s is not known to be read-only, and the session is read-only", c.tool)}, false
+	}
+	if unknown != "" {
+		return Decision{Ask, by, unknown}, false
+	}
+	return Decision{Action: Allow, By: by}, false
+}

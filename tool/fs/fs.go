@@ -1,0 +1,272 @@
+// Package fs holds rein's file tools: read, write, edit, glob, grep and ls.
+//
+// Every tool resolves a relative path against the call's Env.Dir and
+// reports failures as error results with a Code (see the Code* constants);
+// a Go error is returned only when no result could be produced at all.
+// read, glob, grep and ls are Parallel; write and edit are Exclusive.
+//
+// Read-before-edit: read records each file it returns (path, modification
+// time, size and a SHA-256 of the content) in the session's tool.State;
+// write (of an existing file) and edit refuse a file that was not read in
+// this session, or that changed on disk since it was read. After a
+// successful write or edit the record is refreshed, so edits can follow
+// each other without re-reading.
+//
+// Permission checks (workspace confinement, rules) are not done here: the
+// guard package decides before a tool body runs.
+//
+// Concurrency: tools are stateless values safe for concurrent use; the
+// per-session record lives in tool.State and is guarded by its own mutex.
+// This package imports tool, llm and third-party libraries only.
+package fs
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/reinhq/rein/tool"
+)
+
+// Result codes of the file tools, beyond those of package tool.
+const (
+	CodeNotFound     = "not-found"       // the path does not exist
+	CodeIsDirectory  = "is-directory"    // a file was expected
+	CodeNotDirectory = "not-directory"   // a directory was expected
+	CodeBinary       = "binary"          // read or edit of a binary file
+	CodeTooLarge     = "too-large"       // edit of a file over MaxEditBytes
+	CodeNotRead      = "not-read"        // write/edit of a file not read in this session
+	CodeStale        = "stale"           // the file changed on disk since it was read
+	CodeNoMatch      = "no-match"        // edit: old_string not found
+	CodeAmbiguous    = "ambiguous"       // edit: old_string found more than once
+	CodeBadPattern   = "invalid-pattern" // glob/grep: the pattern does not compile
+	CodeIO           = "io"              // any other file-system failure
+)
+
+// Limits. They are stated in the tool descriptions.
+const (
+	// MaxReadLines is the most lines one read call returns.
+	MaxReadLines = 2000
+	// MaxReadBytes is the most bytes of text one read call returns.
+	MaxReadBytes = 256 << 10
+	// MaxLineChars is where read and grep cut a long line.
+	MaxLineChars = 2000
+	// MaxEditBytes is the largest file edit will load.
+	MaxEditBytes = 16 << 20
+	// MaxGlobResults is the most paths glob returns.
+	MaxGlobResults = 100
+	// MaxLsEntries is the most entries ls returns.
+	MaxLsEntries = 1000
+	// MaxGrepLines is the most output lines grep returns.
+	MaxGrepLines = 500
+	// MaxGrepBytes is the most output bytes grep returns.
+	MaxGrepBytes = 32 << 10
+	// maxDiffBytes caps the diff shown to the model (Meta keeps it whole).
+	maxDiffBytes = 32 << 10
+	// sniffBytes is how much of a file binary detection looks at.
+	sniffBytes = 8 << 10
+)
+
+// Options configure the file tools.
+type Options struct {
+	// Rg is the ripgrep binary grep uses. Empty means look up "rg" on PATH
+	// when the tool is built; "-" means never use ripgrep (the Go
+	// implementation runs).
+	Rg string
+}
+
+// All returns read, write, edit, glob, grep and ls.
+func All(opts Options) []tool.Tool {
+	return []tool.Tool{Read(), Write(), Edit(), Glob(), Grep(opts), Ls()}
+}
+
+// abs resolves p against the call's working directory.
+func abs(env tool.Env, p string) string {
+	if p == "" {
+		p = "."
+	}
+	if strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, p[2:])
+		}
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(env.Dir, p)
+	}
+	return filepath.Clean(p)
+}
+
+// display returns p relative to the working directory when it lies inside
+// it, else p itself.
+func display(env tool.Env, p string) string {
+	if env.Dir == "" {
+		return p
+	}
+	rel, err := filepath.Rel(env.Dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return p
+	}
+	return filepath.ToSlash(rel)
+}
+
+// openErr turns an open/stat error into a result.
+func openErr(env tool.Env, p string, err error) tool.Result {
+	switch {
+	case errors.Is(err, iofs.ErrNotExist):
+		return tool.Errorf(CodeNotFound, "%s does not exist", display(env, p))
+	case errors.Is(err, iofs.ErrPermission):
+		return tool.Errorf(CodeIO, "%s: permission denied", display(env, p))
+	}
+	return tool.Errorf(CodeIO, "%s: %v", display(env, p), err)
+}
+
+// isBinary reports whether a file's leading bytes look binary: a NUL byte,
+// or more than 10% of the bytes in invalid UTF-8 sequences.
+func isBinary(head []byte) bool {
+	if bytes.IndexByte(head, 0) >= 0 {
+		return true
+	}
+	bad := 0
+	for i := 0; i < len(head); {
+		r, n := utf8.DecodeRune(head[i:])
+		if r == utf8.RuneError && n <= 1 {
+			if !utf8.FullRune(head[i:]) && len(head)-i < utf8.UTFMax {
+				break // a rune cut by the sample's end
+			}
+			bad++
+			n = 1
+		}
+		i += n
+	}
+	return len(head) > 0 && bad*10 > len(head)
+}
+
+func jsonMeta(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// stamp identifies a file's content as read in this session.
+type stamp struct {
+	modTime time.Time
+	size    int64
+	sum     [sha256.Size]byte
+}
+
+// readSet is the session's record of files read, keyed by canonical path.
+type readSet struct {
+	mu sync.Mutex
+	m  map[string]stamp
+}
+
+const stateKey = "fs.read"
+
+func reads(st *tool.State) *readSet {
+	if st == nil {
+		// No session state: nothing is remembered, so every
+		// read-before-edit check fails. Tools always get a State from the
+		// agent; this keeps a nil from panicking.
+		return &readSet{m: map[string]stamp{}}
+	}
+	return st.Get(stateKey, func() any { return &readSet{m: map[string]stamp{}} }).(*readSet)
+}
+
+// canonical returns the symlink-free form of p when it exists, so a file
+// read through a link and edited by its real path is the same file.
+func canonical(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+func (s *readSet) put(p string, st stamp) {
+	s.mu.Lock()
+	s.m[canonical(p)] = st
+	s.mu.Unlock()
+}
+
+func (s *readSet) get(p string) (stamp, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st, ok := s.m[canonical(p)]
+	return st, ok
+}
+
+// RecordRead marks the file at path (absolute) as read in the session whose
+// state is st, as the read tool does. A host uses it when it shows a file to
+// the model by other means (an attached file, say).
+func RecordRead(st *tool.State, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	sum, err := hashFile(path)
+	if err != nil {
+		return err
+	}
+	reads(st).put(path, stamp{fi.ModTime(), fi.Size(), sum})
+	return nil
+}
+
+func hashFile(p string) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	f, err := os.Open(p)
+	if err != nil {
+		return sum, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, err
+	}
+	copy(sum[:], h.Sum(nil))
+	return sum, nil
+}
+
+// checkFresh refuses (with a result) a file that was not read in this
+// session or changed on disk since. A changed modification time with the
+// same content passes and refreshes the record.
+func checkFresh(env tool.Env, p string, fi os.FileInfo) *tool.Result {
+	rs := reads(env.State)
+	st, ok := rs.get(p)
+	if !ok {
+		r := tool.Errorf(CodeNotRead, "%s has not been read in this session; read it first, then retry", display(env, p))
+		return &r
+	}
+	if st.modTime.Equal(fi.ModTime()) && st.size == fi.Size() {
+		return nil
+	}
+	sum, err := hashFile(p)
+	if err != nil {
+		r := openErr(env, p, err)
+		return &r
+	}
+	if sum != st.sum {
+		r := tool.Errorf(CodeStale, "%s changed on disk since it was read; read it again, then retry", display(env, p))
+		return &r
+	}
+	rs.put(p, stamp{fi.ModTime(), fi.Size(), sum})
+	return nil
+}
+
+// recordWritten refreshes the record after write or edit put content at p.
+func recordWritten(env tool.Env, p string, content []byte) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return
+	}
+	reads(env.State).put(p, stamp{fi.ModTime(), fi.Size(), sha256.Sum256(content)})
+}

@@ -1,0 +1,97 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	udiff "github.com/aymanbagabas/go-udiff"
+
+	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/tool/internal/args"
+)
+
+type writeArgs struct {
+	FilePath string `json:"file_path" jsonschema:"Path of the file, absolute or relative to the working directory."`
+	Content  string `json:"content" jsonschema:"The complete new content of the file."`
+}
+
+var writeSchema = args.New[writeArgs](nil)
+
+var writeSpec = llm.ToolSpec{
+	Name: "write",
+	Description: `Create a file, or replace an existing file's whole content. Missing parent directories are created.
+An existing file must have been read in this session first, and not changed on disk since. To change part of a file, prefer edit.`,
+	Parameters: writeSchema.Parameters(),
+}
+
+type writeTool struct{}
+
+// Write returns the write tool.
+func Write() tool.Tool { return writeTool{} }
+
+func (writeTool) Spec() llm.ToolSpec { return writeSpec }
+func (writeTool) Mode() tool.Mode    { return tool.Exclusive }
+
+// writeMeta is the write tool's Meta.
+type writeMeta struct {
+	Path    string `json:"path"`
+	Created bool   `json:"created"`
+	Bytes   int    `json:"bytes"`
+	Diff    string `json:"diff,omitempty"`
+}
+
+func (writeTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+	a, bad := writeSchema.Decode(call.Arguments)
+	if bad != nil {
+		return *bad, nil
+	}
+	env := call.Env
+	p := abs(env, a.FilePath)
+	perm := os.FileMode(0o644)
+	var old []byte
+	created := true
+	switch fi, err := os.Stat(p); {
+	case err == nil:
+		if fi.IsDir() {
+			return tool.Errorf(CodeIsDirectory, "%s is a directory", display(env, p)), nil
+		}
+		if r := checkFresh(env, p, fi); r != nil {
+			return *r, nil
+		}
+		if old, err = os.ReadFile(p); err != nil {
+			return openErr(env, p, err), nil
+		}
+		perm, created = fi.Mode().Perm(), false
+	case !errors.Is(err, iofs.ErrNotExist):
+		return openErr(env, p, err), nil
+	}
+	if ctx.Err() != nil {
+		return tool.Errorf(tool.CodeAborted, "write of %s cancelled before it started", display(env, p)), nil
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return openErr(env, filepath.Dir(p), err), nil
+	}
+	if err := os.WriteFile(p, []byte(a.Content), perm); err != nil {
+		return openErr(env, p, err), nil
+	}
+	recordWritten(env, p, []byte(a.Content))
+
+	meta := writeMeta{Path: p, Created: created, Bytes: len(a.Content)}
+	lines := strings.Count(a.Content, "\n")
+	if a.Content != "" && !strings.HasSuffix(a.Content, "\n") {
+		lines++
+	}
+	verb := "created"
+	if !created {
+		verb = "overwrote"
+		meta.Diff = udiff.Unified("a/"+display(env, p), "b/"+display(env, p), string(old), a.Content)
+	}
+	text := fmt.Sprintf("%s %s (%d lines, %d bytes)", verb, display(env, p), lines, len(a.Content))
+	return tool.Result{Content: llm.Text(text), Meta: jsonMeta(meta)}, nil
+}
