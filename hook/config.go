@@ -1,0 +1,297 @@
+package hook
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Errors of Load and Parse. They are wrapped with the file name.
+var (
+	// ErrConfig: a settings file's hooks section is malformed (bad JSON,
+	// wrong shape, unknown hook type, invalid matcher).
+	ErrConfig = errors.New("hook: invalid hook config")
+)
+
+// Events supported by the bridge, in Claude Code's spelling.
+const (
+	SessionStart     = "SessionStart"
+	UserPromptSubmit = "UserPromptSubmit"
+	PreToolUse       = "PreToolUse"
+	PostToolUse      = "PostToolUse"
+	Stop             = "Stop"
+	PreCompact       = "PreCompact"
+)
+
+// Events lists the supported events.
+var Events = []string{SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, PreCompact}
+
+// eventsWithMatcher are the events whose matcher is used; the others ignore
+// it (as Claude Code does).
+var eventsWithMatcher = map[string]bool{SessionStart: true, PreToolUse: true, PostToolUse: true, PreCompact: true}
+
+// otherHookTypes are Claude Code handler types rein does not run: skipped
+// with a warning rather than refused, so a .claude/settings.json that uses
+// them still loads.
+var otherHookTypes = map[string]bool{"prompt": true, "agent": true, "http": true, "mcp_tool": true}
+
+// LoadOptions says where Load looks.
+type LoadOptions struct {
+	// ProjectDir holds .rein/settings.json (and .claude/settings.json).
+	// Default: the process's working directory.
+	ProjectDir string
+	// UserConfigDir holds the user's rein/settings.json. Default:
+	// $XDG_CONFIG_HOME, else ~/.config. Set it to "-" to skip the user file.
+	UserConfigDir string
+	// Claude also loads ProjectDir/.claude/settings.json (the
+	// --claude-hooks flag). A rein settings file with "claudeHooks": true
+	// asks for the same.
+	Claude bool
+}
+
+// Config is the loaded, validated set of command hooks. It is immutable.
+type Config struct {
+	// Files lists the settings files that were read, in load order.
+	Files []string
+	// Warnings lists what was skipped (unsupported events or hook types).
+	Warnings []string
+
+	events map[string][]*Command
+}
+
+// Command is one configured command hook.
+type Command struct {
+	// ID is "claude-code:<Event>#<n>", n counting the event's command hooks
+	// from 1 in config order. It names the hook in hook/result events and in
+	// the sources of its contexts.
+	ID      string
+	Event   string
+	Matcher string
+	Command string
+	// Timeout is the hook's own timeout (0: the runtime default).
+	Timeout time.Duration
+	// File is the settings file that declared it.
+	File string
+
+	match func(string) bool
+}
+
+// Len reports how many command hooks are configured for event.
+func (c *Config) Len(event string) int {
+	if c == nil {
+		return 0
+	}
+	return len(c.events[event])
+}
+
+// Commands returns the command hooks of event in config order.
+func (c *Config) Commands(event string) []*Command {
+	if c == nil {
+		return nil
+	}
+	return slices.Clone(c.events[event])
+}
+
+// Load reads the hooks of the user settings file, the project's
+// .rein/settings.json and, when asked, .claude/settings.json, in that
+// order (which is the config order of hooks on the same event). A missing
+// file is skipped; a malformed one is an error naming the file.
+func Load(opts LoadOptions) (*Config, error) {
+	proj := opts.ProjectDir
+	if proj == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("hook: project dir: %w", err)
+		}
+		proj = wd
+	}
+	user := opts.UserConfigDir
+	if user == "" {
+		if x := os.Getenv("XDG_CONFIG_HOME"); x != "" {
+			user = x
+		} else if home, err := os.UserHomeDir(); err == nil {
+			user = filepath.Join(home, ".config")
+		}
+	}
+	var files []string
+	if user != "" && user != "-" {
+		files = append(files, filepath.Join(user, "rein", "settings.json"))
+	}
+	files = append(files, filepath.Join(proj, ".rein", "settings.json"))
+	c := &Config{events: map[string][]*Command{}}
+	claude := opts.Claude
+	for _, f := range files {
+		ok, wantClaude, err := c.loadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		if ok && wantClaude {
+			claude = true
+		}
+	}
+	if claude {
+		if _, _, err := c.loadFile(filepath.Join(proj, ".claude", "settings.json")); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *Config) loadFile(path string) (found, claude bool, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("hook: %s: %w", path, err)
+	}
+	claude, err = c.add(path, b)
+	if err != nil {
+		return false, false, err
+	}
+	c.Files = append(c.Files, path)
+	return true, claude, nil
+}
+
+// Parse reads one settings document (a JSON object with a "hooks" key, as
+// in a settings file) as if it were a file called name. It is Load for one
+// file, for tests and embedders.
+func Parse(name string, data []byte) (*Config, error) {
+	c := &Config{events: map[string][]*Command{}}
+	if _, err := c.add(name, data); err != nil {
+		return nil, err
+	}
+	c.Files = []string{name}
+	return c, nil
+}
+
+type settingsFile struct {
+	Hooks       map[string]json.RawMessage `json:"hooks"`
+	ClaudeHooks bool                       `json:"claudeHooks"`
+}
+
+type matcherGroup struct {
+	Matcher *string           `json:"matcher"`
+	Hooks   []json.RawMessage `json:"hooks"`
+}
+
+type handler struct {
+	Type    *string  `json:"type"`
+	Command *string  `json:"command"`
+	Timeout *float64 `json:"timeout"`
+}
+
+// add parses one settings document and appends its hooks. It returns the
+// document's claudeHooks flag.
+func (c *Config) add(path string, data []byte) (bool, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrConfig, path, fmt.Sprintf(format, args...))
+	}
+	var sf settingsFile
+	if err := json.Unmarshal(data, &sf); err != nil {
+		return false, bad("%v", err)
+	}
+	// Events in a stable order: supported ones in their canonical order,
+	// then warn about the others.
+	var others []string
+	for ev := range sf.Hooks {
+		if !slices.Contains(Events, ev) {
+			others = append(others, ev)
+		}
+	}
+	slices.Sort(others)
+	for _, ev := range others {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: hook event %q is not supported by rein; its hooks are ignored", path, ev))
+	}
+	for _, ev := range Events {
+		raw, ok := sf.Hooks[ev]
+		if !ok {
+			continue
+		}
+		var groups []matcherGroup
+		if err := json.Unmarshal(raw, &groups); err != nil {
+			return false, bad("hooks.%s: want a list of {matcher, hooks}: %v", ev, err)
+		}
+		for gi, g := range groups {
+			m := ""
+			if g.Matcher != nil {
+				m = *g.Matcher
+			}
+			match, err := compileMatcher(m)
+			if err != nil {
+				return false, bad("hooks.%s[%d].matcher %q: %v", ev, gi, m, err)
+			}
+			if !eventsWithMatcher[ev] {
+				match = func(string) bool { return true }
+			}
+			for hi, rawH := range g.Hooks {
+				var h handler
+				if err := json.Unmarshal(rawH, &h); err != nil {
+					return false, bad("hooks.%s[%d].hooks[%d]: %v", ev, gi, hi, err)
+				}
+				where := fmt.Sprintf("hooks.%s[%d].hooks[%d]", ev, gi, hi)
+				switch {
+				case h.Type == nil:
+					return false, bad("%s: missing \"type\" (rein runs \"command\" hooks)", where)
+				case *h.Type == "command":
+				case otherHookTypes[*h.Type]:
+					c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %s: hook type %q is not supported by rein; skipped", path, where, *h.Type))
+					continue
+				default:
+					return false, bad("%s: unknown hook type %q (rein runs \"command\" hooks)", where, *h.Type)
+				}
+				if h.Command == nil || strings.TrimSpace(*h.Command) == "" {
+					return false, bad("%s: a command hook needs a non-empty \"command\"", where)
+				}
+				var timeout time.Duration
+				if h.Timeout != nil {
+					if *h.Timeout <= 0 {
+						return false, bad("%s: timeout must be a positive number of seconds", where)
+					}
+					timeout = time.Duration(*h.Timeout * float64(time.Second))
+				}
+				n := len(c.events[ev]) + 1
+				c.events[ev] = append(c.events[ev], &Command{
+					ID: fmt.Sprintf("claude-code:%s#%d", ev, n), Event: ev, Matcher: m,
+					Command: *h.Command, Timeout: timeout, File: path, match: match,
+				})
+			}
+		}
+	}
+	return sf.ClaudeHooks, nil
+}
+
+// literalMatcher is a matcher Claude Code treats as exact names separated
+// by "|".
+var literalMatcher = regexp.MustCompile(`^[A-Za-z0-9_|]+$`)
+
+// compileMatcher implements Claude Code's matcher rules: "" and "*" match
+// everything; a pattern of letters, digits, "_" and "|" is a set of exact,
+// case-sensitive names; anything else is a regular expression that must
+// match somewhere in the subject (unanchored, like JavaScript's test).
+func compileMatcher(m string) (func(string) bool, error) {
+	switch {
+	case m == "" || m == "*":
+		return func(string) bool { return true }, nil
+	case literalMatcher.MatchString(m):
+		names := strings.Split(m, "|")
+		return func(s string) bool { return slices.Contains(names, s) }, nil
+	}
+	re, err := regexp.Compile(m)
+	if err != nil {
+		return nil, err
+	}
+	return re.MatchString, nil
+}
+
+// Matches reports whether the hook applies to subject (a tool name, a
+// session-start source, a compaction trigger); events without a matcher
+// match everything.
+func (h *Command) Matches(subject string) bool { return h.match(subject) }

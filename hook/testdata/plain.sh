@@ -1,0 +1,4 @@
+#!/bin/sh
+# Plain stdout: context for UserPromptSubmit and SessionStart.
+cat >/dev/null
+echo "plain context from plain.sh"
