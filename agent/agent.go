@@ -597,7 +597,11 @@ func (a *Agent) RecordHookResult(r session.HookResult) error {
 		if turn, open := a.log.Turn(); open && r.Turn == nil {
 			r.Turn = &turn
 		}
-		_, err = a.append(&r)
+		var ev session.Event
+		if ev, err = a.append(&r); err == nil && !a.window {
+			// Between turns nothing else will flush it soon.
+			a.flushIdle(ev.Seq + 1)
+		}
 	}); xerr != nil {
 		return xerr
 	}

@@ -157,6 +157,21 @@ type ToolDecision struct {
 	// "rule:bash(git*)", "hook:PreToolUse#1"). Empty: no approval record for
 	// a plain allow.
 	By string
+	// AdditionalContexts land after the call's tool/result, like a
+	// ToolPost hook's.
+	AdditionalContexts []AdditionalContext
+}
+
+// RetryWith adapts a retry policy (such as llm/retry's) to the
+// RequestError point: policy gets the attempt number (from 1) and the
+// failure and says whether, and after how long, to retry.
+func RetryWith(policy func(attempt int, err *llm.Error) (time.Duration, bool)) Hook[RequestErrorInfo, Retry] {
+	return func(ctx context.Context, in RequestErrorInfo, next func(context.Context, RequestErrorInfo) (Retry, error)) (Retry, error) {
+		if wait, ok := policy(in.Attempt, in.Err); ok {
+			return Retry{Retry: true, Wait: wait}, nil
+		}
+		return next(ctx, in)
+	}
 }
 
 // ToolPostInfo describes a finished call.

@@ -25,6 +25,7 @@ type call struct {
 	res      tool.Result
 	mu       sync.Mutex
 	ctxs     []AdditionalContext // from the body
+	preCtxs  []AdditionalContext // from ToolPre
 }
 
 // runTools runs a batch (SPEC §2.5): calls start in model order, parallel
@@ -131,6 +132,7 @@ func (a *Agent) start(ctx context.Context, turn, step int, c *call) bool {
 		if err != nil {
 			dec = ToolDecision{Kind: Deny, Reason: "the pre-tool check failed: " + err.Error(), By: "hook:error"}
 		}
+		c.preCtxs = dec.AdditionalContexts
 		if dec.Kind == Ask {
 			dec = a.ask(ctx, c, dec)
 		}
@@ -236,7 +238,12 @@ func (a *Agent) body(ctx context.Context, c *call, settled chan<- *call) {
 // result, then stages its contexts. Calls are committed in model order.
 func (a *Agent) commit(ctx context.Context, turn, step int, c *call) {
 	res := c.res
-	var ctxs []AdditionalContext
+	ctxs := slices.Clone(c.preCtxs)
+	for i := range ctxs {
+		if ctxs[i].Source.Kind == "" {
+			ctxs[i].Source = session.Source{Kind: session.SourceHook, Name: "ToolPre"}
+		}
+	}
 	c.mu.Lock()
 	ctxs = append(ctxs, c.ctxs...)
 	c.mu.Unlock()

@@ -63,6 +63,11 @@ type span struct{ start, end int64 }
 
 // Checker is the incremental session-invariant checker (SPEC §3). The zero
 // value is the state of an empty log. It is not safe for concurrent use.
+//
+// Add costs O(size of the event), except a compaction summary, which costs
+// O(its replaced range). The state keeps one byte per event, two map
+// entries per tool result, and one span per turn and per between-turn
+// compaction (for ForkPoint).
 type Checker struct {
 	turn     int  // last turn opened
 	turnOpen bool // turn is open

@@ -404,6 +404,9 @@ func NewEvent(seq int64, t time.Time, p Payload) (Event, error) {
 
 // Decode returns the typed payload of e.
 func (e Event) Decode() (Payload, error) {
+	if p, ok := fastDecode(e.Type, e.Data); ok {
+		return p, nil
+	}
 	p := NewPayload(e.Type)
 	if p == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownType, e.Type)
@@ -469,6 +472,11 @@ func ParseLine(line []byte) (Event, error) {
 	if ev, ok := parsePrefix(line); ok {
 		return ev, nil
 	}
+	return parseLineSlow(line)
+}
+
+// parseLineSlow is ParseLine's encoding/json path.
+func parseLineSlow(line []byte) (Event, error) {
 	var w struct {
 		Seq       *int64          `json:"seq"`
 		Type      string          `json:"type"`
@@ -495,7 +503,12 @@ func ParseLine(line []byte) (Event, error) {
 
 // parsePrefix is the fast path of ParseLine for lines in rein's own field
 // order. It validates the envelope but not data beyond its delimiters.
-func parsePrefix(line []byte) (Event, bool) {
+func parsePrefix(line []byte) (Event, bool) { return parsePrefixOpt(line, true, nil) }
+
+// parsePrefixOpt is parsePrefix; with validate unset it does not check that
+// data is exactly one bracketed value: callers that decode data fully
+// (which checks that) skip the scan.
+func parsePrefixOpt(line []byte, validate bool, tc *timeCache) (Event, bool) {
 	const p1 = `{"seq":`
 	if len(line) < len(p1)+40 || string(line[:len(p1)]) != p1 || line[len(line)-1] != '}' {
 		return Event{}, false
@@ -540,7 +553,7 @@ func parsePrefix(line []byte) (Event, bool) {
 	if i+len(TimeLayout)+1 > len(line) || line[i+len(TimeLayout)] != '"' {
 		return Event{}, false
 	}
-	t, ok := parseTime(line[i : i+len(TimeLayout)])
+	t, ok := tc.parse(line[i : i+len(TimeLayout)])
 	if !ok {
 		return Event{}, false
 	}
@@ -557,7 +570,7 @@ func parsePrefix(line []byte) (Event, bool) {
 	}
 	i += len(p4)
 	data := line[i : len(line)-1]
-	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' || objectLen(data) != len(data) {
+	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' || (validate && objectLen(data) != len(data)) {
 		return Event{}, false
 	}
 	return Event{Seq: seq, Type: typ, Time: t, Ignorable: ign, Data: data}, true
@@ -570,12 +583,22 @@ func parsePrefix(line []byte) (Event, bool) {
 func objectLen(b []byte) int {
 	depth := 0
 	for i := 0; i < len(b); i++ {
+		for i < len(b) && !objStop[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
 		switch b[i] {
 		case '"':
-			for i++; i < len(b) && b[i] != '"'; i++ {
-				if b[i] == '\\' {
+			for i++; i < len(b); i++ {
+				for i < len(b) && !quoteStop[b[i]] {
 					i++
 				}
+				if i >= len(b) || b[i] == '"' {
+					break
+				}
+				i++ // the escaped byte
 			}
 		case '{', '[':
 			depth++
@@ -588,6 +611,15 @@ func objectLen(b []byte) int {
 	}
 	return -1
 }
+
+// objStop and quoteStop mark the bytes objectLen stops at.
+var objStop, quoteStop = func() (o, q [256]bool) {
+	for _, c := range `"{}[]` {
+		o[c] = true
+	}
+	q['"'], q['\\'] = true, true
+	return
+}()
 
 func hasAt(b []byte, i int, s string) bool {
 	return len(b)-i >= len(s) && string(b[i:i+len(s)]) == s

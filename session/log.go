@@ -17,7 +17,7 @@ import (
 // refused with ErrInvariant and the log is unchanged.
 type Log struct {
 	header  Header
-	events  []Event
+	events  evStore // compact: see evstore.go
 	checker Checker
 	proj    Projection
 	last    time.Time
@@ -37,21 +37,15 @@ func NewLog(h Header) *Log {
 func (l *Log) Header() Header { return l.header }
 
 // Len returns the number of events, which is also the next seq.
-func (l *Log) Len() int64 { return int64(len(l.events)) }
+func (l *Log) Len() int64 { return l.events.len() }
 
 // Event returns the event with the given seq.
-func (l *Log) Event(seq int64) Event { return l.events[seq] }
+func (l *Log) Event(seq int64) Event { return l.events.at(seq) }
 
-// Events returns the events from seq on. The slice is a read-only view.
-func (l *Log) Events(from int64) []Event {
-	if from >= int64(len(l.events)) {
-		return nil
-	}
-	if from < 0 {
-		from = 0
-	}
-	return l.events[from:len(l.events):len(l.events)]
-}
+// Events returns the events from seq on, in a new slice (the log keeps
+// events compactly; each call costs O(Len()-from)). Their Data must not be
+// modified.
+func (l *Log) Events(from int64) []Event { return l.events.slice(from) }
 
 // LastTime returns the time of the last event (zero when empty).
 func (l *Log) LastTime() time.Time { return l.last }
@@ -121,7 +115,7 @@ func (l *Log) add(ev Event, p Payload) error {
 	if vs := l.checker.Add(ev, p); len(vs) > 0 {
 		return &InvariantError{Violations: vs}
 	}
-	l.events = append(l.events, ev)
+	l.events.push(ev)
 	if ev.Time.After(l.last) {
 		l.last = ev.Time
 	}

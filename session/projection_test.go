@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -86,5 +87,23 @@ func TestCompactionInTurnKeepsPairs(t *testing.T) {
 		cstart(ip(1), "c"), ctx("late", "late"), summary("S", 1, 3, 4, 5), cend(ip(1), "c"))
 	if got := texts(l.Messages()); !slices.Equal(got, []string{"S", "late"}) {
 		t.Fatalf("projection %q", got)
+	}
+}
+
+// TestMessagesCallerAppend: a caller appending to Messages() cannot write
+// into the projection, nor the projection into the caller's slice.
+func TestMessagesCallerAppend(t *testing.T) {
+	l := newLog(t)
+	for i := range 5 { // grow the backing array so it has spare capacity
+		mustAppend(t, l, um("u", fmt.Sprint("m", i)))
+	}
+	mine := append(l.Messages(), llm.Message{Role: llm.RoleUser, Content: llm.Text("mine")})
+	mustAppend(t, l, um("v", "logged"))
+	if got := llm.PlainText(mine[len(mine)-1].Content); got != "mine" {
+		t.Fatalf("caller's slice overwritten: %q", got)
+	}
+	msgs := l.Messages()
+	if got := llm.PlainText(msgs[len(msgs)-1].Content); got != "logged" {
+		t.Fatalf("projection holds %q", got)
 	}
 }

@@ -171,14 +171,16 @@ func (g *gen) userMessage() {
 func (g *gen) run() {
 	turn := 0
 	for i, n := 0, rapid.IntRange(0, 20).Draw(g.t, "actions"); i < n && !g.stopped(); i++ {
-		switch rapid.IntRange(0, 6).Draw(g.t, "action") {
+		switch rapid.IntRange(0, 7).Draw(g.t, "action") {
 		case 0, 1:
 			g.userMessage()
 		case 2:
-			g.push(&SessionTitle{Title: fmt.Sprint("t", i)})
-		case 3:
-			g.push(&HookResult{Point: "SessionStart", Hook: "h", Decision: "allow"})
-		case 4:
+			if rapid.Bool().Draw(g.t, "title") {
+				g.push(&SessionTitle{Title: fmt.Sprint("t", i)})
+			} else {
+				g.push(&HookResult{Point: "SessionStart", Hook: "h", Decision: "allow"})
+			}
+		case 3, 4:
 			g.compaction(nil)
 		default:
 			turn++
@@ -196,7 +198,7 @@ func (g *gen) turn(turn int) {
 	steps := rapid.IntRange(0, 4).Draw(g.t, "steps")
 	for step := 1; step <= steps; step++ {
 		g.step(turn, step)
-		switch rapid.IntRange(0, 5).Draw(g.t, "between-steps") {
+		switch rapid.IntRange(0, 4).Draw(g.t, "between-steps") {
 		case 0:
 			g.compaction(&turn)
 		case 1:

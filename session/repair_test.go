@@ -137,7 +137,7 @@ func TestRepairOpenStepWithoutOutput(t *testing.T) {
 
 func TestRepairOpenCompaction(t *testing.T) {
 	one := 1
-	// Started between steps: closed after... before turn/end, no step open.
+	// Started between steps: closed before turn/end (no step open).
 	l := newLog(t, ts(1), um("u", "p"), ss(1, 1), am(1, 1, "a"), se(1, 1), cstart(&one, "c1"))
 	added := repaired(t, l)
 	if got := typesOf(added); !slices.Equal(got, []Type{TypeCompactionEnd, TypeTurnEnd}) {

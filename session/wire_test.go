@@ -81,7 +81,7 @@ func TestAppendLineRoundTrip(t *testing.T) {
 			if got.Time.Location() != time.UTC {
 				t.Fatal("time not UTC")
 			}
-			if !reflect.DeepEqual(got.MustDecode(), p) && p.EventType() != TypeAssistantMessage {
+			if !reflect.DeepEqual(got.MustDecode(), p) {
 				t.Fatalf("payload %+v\nwant %+v", got.MustDecode(), p)
 			}
 		}
