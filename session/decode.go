@@ -2,9 +2,9 @@ package session
 
 import (
 	"encoding/json"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/reinhq/rein/llm"
 )
@@ -20,7 +20,14 @@ import (
 // fastDecode decodes data as the payload of type t, reporting false when it
 // cannot (the caller then uses encoding/json).
 func fastDecode(t Type, data []byte) (Payload, bool) {
-	d := dec{b: data}
+	bp := scratchPool.Get().(*[]byte)
+	d := dec{b: data, buf: *bp}
+	defer func() {
+		if cap(d.buf) <= 1<<20 {
+			*bp = d.buf
+		}
+		scratchPool.Put(bp)
+	}()
 	var p Payload
 	switch t {
 	case TypeAssistantMessage:
@@ -58,10 +65,14 @@ func fastDecode(t Type, data []byte) (Payload, bool) {
 	return p, true
 }
 
+// scratchPool holds unescaping buffers across decodes.
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
+
 type dec struct {
 	b   []byte
 	i   int
 	bad bool
+	buf []byte // scratch for unescaping
 }
 
 func (d *dec) fail() { d.bad = true }
@@ -272,92 +283,76 @@ func (d *dec) str() string {
 	return string(v)
 }
 
+// unesc maps the byte after a backslash to what it stands for (0: not a
+// one-byte escape).
+var unesc = func() (t [256]byte) {
+	t['"'], t['\\'], t['/'] = '"', '\\', '/'
+	t['n'], t['t'], t['r'], t['b'], t['f'] = '\n', '\t', '\r', '\b', '\f'
+	return t
+}()
+
+// strEscaped reads a string with escapes, d.i at its first byte. It
+// unescapes into the decoder's scratch buffer, which string() then copies.
 func (d *dec) strEscaped() string {
+	out := d.buf[:0]
 	b := d.b
-	// Find the closing quote: the unescaped text is at most that long.
-	end := d.i
+	i := d.i
+	var hi byte
 	for {
-		for end < len(b) && !strStop[b[end]] {
-			end++
-		}
-		if end >= len(b) || b[end] < 0x20 {
-			d.fail()
-			return ""
-		}
-		if b[end] == '"' {
-			break
-		}
-		end += 2
-	}
-	out := make([]byte, 0, end-d.i)
-	for {
-		s := d.i
-		i := s
+		s := i
 		for i < len(b) && !strStop[b[i]] {
+			hi |= b[i]
 			i++
 		}
 		out = append(out, b[s:i]...)
-		d.i = i
-		if i >= len(b) || b[i] < 0x20 {
+		if i >= len(b) || b[i] < 0x20 || (b[i] == '\\' && i+1 >= len(b)) {
 			d.fail()
 			return ""
 		}
 		if b[i] == '"' {
-			d.i++
-			if !utf8.Valid(out) {
-				d.fail()
+			d.i = i + 1
+			d.buf = out
+			if hi >= 0x80 && !utf8.Valid(out) {
+				d.fail() // encoding/json substitutes U+FFFD; let it
 				return ""
 			}
-			// out is never written again: share it with the string.
-			return unsafe.String(unsafe.SliceData(out), len(out))
+			return string(out)
 		}
-		if i+1 >= len(b) {
+		e := b[i+1]
+		if c := unesc[e]; c != 0 {
+			out = append(out, c)
+			i += 2
+			continue
+		}
+		if e != 'u' {
 			d.fail()
 			return ""
 		}
-		e := b[i+1]
 		d.i = i + 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'n':
-			out = append(out, '\n')
-		case 't':
-			out = append(out, '\t')
-		case 'r':
-			out = append(out, '\r')
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'u':
-			r, ok := d.hex4()
+		r, ok := d.hex4()
+		if !ok {
+			d.fail()
+			return ""
+		}
+		if utf16.IsSurrogate(r) {
+			if len(b)-d.i < 6 || b[d.i] != '\\' || b[d.i+1] != 'u' {
+				d.fail()
+				return ""
+			}
+			d.i += 2
+			r2, ok := d.hex4()
 			if !ok {
 				d.fail()
 				return ""
 			}
-			if utf16.IsSurrogate(r) {
-				if len(b)-d.i < 6 || b[d.i] != '\\' || b[d.i+1] != 'u' {
-					d.fail()
-					return ""
-				}
-				d.i += 2
-				r2, ok := d.hex4()
-				if !ok {
-					d.fail()
-					return ""
-				}
-				r = utf16.DecodeRune(r, r2)
-				if r == utf8.RuneError {
-					d.fail()
-					return ""
-				}
+			r = utf16.DecodeRune(r, r2)
+			if r == utf8.RuneError {
+				d.fail()
+				return ""
 			}
-			out = utf8.AppendRune(out, r)
-		default:
-			d.fail()
-			return ""
 		}
+		out = utf8.AppendRune(out, r)
+		i = d.i
 	}
 }
 

@@ -195,3 +195,39 @@ func FuzzChunkDataOK(f *testing.F) {
 		}
 	})
 }
+
+// TestEventStoreSegments: events appended one by one (copied into arena
+// chunks, or kept whole when big) and by AppendLines (kept in the input)
+// read back byte for byte.
+func TestEventStoreSegments(t *testing.T) {
+	l := NewLog(Header{ID: "x"})
+	var want []byte
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	for i := range 300 {
+		size := []int{1, 100, 5000, 20000, 70000}[i%5]
+		ev, err := l.Append(at, &UserMessage{ID: fmt.Sprintf("m%d", i), Content: []llm.Part{{Type: "text", Text: strings.Repeat("y", size)}}, Source: Source{Kind: "plugin"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = ev.AppendLine(want)
+	}
+	var more []byte
+	for i := 300; i < 400; i++ {
+		ev, err := NewEvent(int64(i), at, &UserMessage{ID: fmt.Sprintf("m%d", i), Content: []llm.Part{{Type: "text", Text: "z"}}, Source: Source{Kind: "plugin"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		more = ev.AppendLine(more)
+	}
+	if err := l.AppendLines(more); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, more...)
+	var got []byte
+	for s := range l.Len() {
+		got = l.Event(s).AppendLine(got)
+	}
+	if string(got) != string(want) {
+		t.Errorf("events differ after mixed appends")
+	}
+}

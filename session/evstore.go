@@ -6,11 +6,21 @@ import (
 )
 
 // evStore holds a log's events compactly: 24 bytes per event instead of
-// an 80-byte Event. An event's data is kept as a pointer into the buffer
-// it came from (a loaded file, or the encoding of an appended payload), so
-// a loaded log holds the file's bytes once plus this index.
+// an 80-byte Event, and no pointers, so the garbage collector never scans
+// the index. An event's data lives in a segment: a block of a loaded file
+// (AppendLines registers each block it appends, and the events' data stay
+// where they are) or an arena chunk that appended payloads are copied
+// into. A loaded log thus holds the file's bytes once plus this index.
 type evStore struct {
 	recs []rec
+	segs [][]byte
+	// cur is 1 + the segment that pushed data is looked for first (the
+	// block being appended), 0 for none.
+	cur int
+	// arena is 1 + the open chunk (a segment) that other data is copied
+	// into, 0 for none; arenaLen is how much of it is used.
+	arena    int
+	arenaLen int
 	// types maps rec.typ to a type: the known types first, then any
 	// unknown (ignorable) type met, each once.
 	types []Type
@@ -19,12 +29,34 @@ type evStore struct {
 }
 
 type rec struct {
-	data unsafe.Pointer // first byte of Data (nil when empty)
-	n    uint32         // len(Data)
-	typ  uint16         // index into evStore.types
-	ign  bool
-	ms   int64 // time, Unix milliseconds
+	seg uint32 // index into evStore.segs
+	off uint32 // offset of Data in the segment
+	n   uint32 // len(Data)
+	typ uint16 // index into evStore.types
+	ign bool
+	ms  int64 // time, Unix milliseconds
 }
+
+const (
+	arenaChunk = 64 << 10
+	// Data of at least bigData bytes gets a segment of its own instead of
+	// a copy.
+	bigData = 16 << 10
+)
+
+// useSegment registers seg (data that will not be modified) and makes it
+// the first place push looks for event data.
+func (s *evStore) useSegment(seg []byte) {
+	if len(seg) > 1<<32-1 {
+		s.cur = 0 // too big to address with 32-bit offsets: copy instead
+		return
+	}
+	s.segs = append(s.segs, seg)
+	s.cur = len(s.segs)
+}
+
+// endSegment stops looking in the current segment.
+func (s *evStore) endSegment() { s.cur = 0 }
 
 // typeIndex maps each known type to its index in Types.
 var typeIndex = func() map[Type]uint16 {
@@ -39,7 +71,8 @@ func (s *evStore) len() int64 { return int64(len(s.recs)) }
 
 func (s *evStore) grow(n int) {
 	if cap(s.recs)-len(s.recs) < n {
-		recs := make([]rec, len(s.recs), len(s.recs)+n)
+		// Geometric growth: callers grow once per chunk of input.
+		recs := make([]rec, len(s.recs), max(len(s.recs)+n, 2*cap(s.recs)))
 		copy(recs, s.recs)
 		s.recs = recs
 	}
@@ -51,10 +84,34 @@ func (s *evStore) push(ev Event) {
 	}
 	r := rec{n: uint32(len(ev.Data)), ign: ev.Ignorable, ms: ev.Time.UnixMilli()}
 	if len(ev.Data) > 0 {
-		r.data = unsafe.Pointer(unsafe.SliceData(ev.Data))
+		r.seg, r.off = s.place(ev.Data)
 	}
 	r.typ = s.typeOf(ev.Type)
 	s.recs = append(s.recs, r)
+}
+
+// place finds or puts d in a segment.
+func (s *evStore) place(d []byte) (seg, off uint32) {
+	if s.cur > 0 {
+		base := s.segs[s.cur-1]
+		b, p := uintptr(unsafe.Pointer(unsafe.SliceData(base))), uintptr(unsafe.Pointer(unsafe.SliceData(d)))
+		if p >= b && p+uintptr(len(d)) <= b+uintptr(len(base)) {
+			return uint32(s.cur - 1), uint32(p - b)
+		}
+	}
+	if len(d) >= bigData {
+		s.segs = append(s.segs, d)
+		return uint32(len(s.segs) - 1), 0
+	}
+	if s.arena == 0 || s.arenaLen+len(d) > cap(s.segs[s.arena-1]) {
+		s.segs = append(s.segs, make([]byte, 0, arenaChunk))
+		s.arena, s.arenaLen = len(s.segs), 0
+	}
+	a := append(s.segs[s.arena-1][:s.arenaLen], d...)
+	s.segs[s.arena-1] = a
+	off = uint32(s.arenaLen)
+	s.arenaLen = len(a)
+	return uint32(s.arena - 1), off
 }
 
 func (s *evStore) typeOf(t Type) uint16 {
@@ -92,7 +149,7 @@ func (s *evStore) at(seq int64) Event {
 		ev.Type = s.types[r.typ]
 	}
 	if r.n > 0 {
-		ev.Data = unsafe.Slice((*byte)(r.data), r.n)
+		ev.Data = s.segs[r.seg][r.off : r.off+r.n : r.off+r.n]
 	}
 	return ev
 }

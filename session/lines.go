@@ -188,6 +188,9 @@ func (b *lineBlock) parse() {
 
 // appendBlock appends a parsed block; line is the index of its first line.
 func (l *Log) appendBlock(b *lineBlock, line int) error {
+	// The events' data stay in the block: register it as a segment.
+	l.events.useSegment(b.data[b.base:len(b.data):len(b.data)])
+	defer l.events.endSegment()
 	for i, ev := range b.evs {
 		if err := l.appendDecoded(ev, b.ps[i]); err != nil {
 			return &LineError{Line: line + i, End: b.lineEnd(i), Seq: ev.Seq, Err: err}

@@ -26,7 +26,13 @@ type Log struct {
 	// ids holds the ids of every user and steering message, so new ids can
 	// be kept unique within the session.
 	ids map[string]struct{}
+	// usage is the last response's usage, zeroed by a compaction summary.
+	usage llm.Usage
 }
+
+// LastUsage returns the usage of the last assistant message, or zero when a
+// compaction summary came after it.
+func (l *Log) LastUsage() llm.Usage { return l.usage }
 
 // NewLog returns an empty log for a session with header h.
 func NewLog(h Header) *Log {
@@ -126,6 +132,11 @@ func (l *Log) add(ev Event, p Payload) error {
 		l.title = d.Title
 	case *UserMessage:
 		l.addID(d.ID)
+		if d.Replaces != nil {
+			l.usage = llm.Usage{} // the history it measured is gone
+		}
+	case *AssistantMessage:
+		l.usage = d.Usage
 	case *SteeringMessage:
 		l.addID(d.ID)
 	}

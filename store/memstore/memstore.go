@@ -109,16 +109,22 @@ func (s *Store) Load(ctx context.Context, id string, opts store.LoadOptions) (*s
 	h, events := se.header, slices.Clip(se.events)
 	s.mu.Unlock()
 	l := session.NewLog(h)
+	var dropped []store.Dropped
 	for _, ev := range events {
 		if err := l.AppendEvent(ev); err != nil {
-			return nil, fmt.Errorf("memstore: %s seq %d: %w", id, ev.Seq, err)
+			// Lines are numbered as in a JSONL file: the header is line 1.
+			le := &store.LineError{File: "memstore:" + id, Line: int(ev.Seq) + 2, Err: err}
+			if !opts.Salvage {
+				return nil, le
+			}
+			dropped = append(dropped, store.Dropped{Line: le.Line, Err: err})
 		}
 	}
 	repair, err := session.Repair(l)
 	if err != nil {
 		return nil, err
 	}
-	return &store.Loaded{Log: l, Repair: repair}, nil
+	return &store.Loaded{Log: l, Repair: repair, Dropped: dropped}, nil
 }
 
 // List implements store.Store.
@@ -237,4 +243,14 @@ func (w *writer) Close() error {
 	w.closed = true
 	w.s.unlock(w.id)
 	return nil
+}
+
+// Crash drops w as a dying process would: its lock is released, nothing is
+// closed or repaired. For conformance tests.
+func Crash(w store.Writer) {
+	mw := w.(*writer)
+	mw.mu.Lock()
+	mw.closed = true
+	mw.mu.Unlock()
+	mw.s.unlock(mw.id)
 }

@@ -1,0 +1,579 @@
+// Package jsonl is rein's default, embedded session store: one JSONL file
+// per session under <root>/sessions/<id>.jsonl, in the format of FORMAT.md
+// (a header line, then one event per line).
+//
+// On-disk layout (see docs/notes/2026-11-30-jsonl-store.md):
+//   - <id>.jsonl holds the session. Files are published complete: Create and
+//     Fork write a temporary file, fsync it and hard-link it into place, so a
+//     session file always starts with a whole header.
+//   - <id>.meta is a small JSON summary (event count, turns, title, last
+//     time, and the file size it describes) that makes List independent of
+//     session size. It is a cache: written without fsync, trusted only up to
+//     the size it names; List scans the few lines after that size and falls
+//     back to a full scan when the sidecar is missing.
+//   - A Writer holds an exclusive flock(2) on the session file, so a second
+//     writer, in this process or another, gets store.ErrLocked.
+//
+// Concurrency: a Store is safe for concurrent use; so is a Writer, whose
+// concurrent Appends are committed in groups, one write and one fsync per
+// group. This package imports only store and session (and the standard
+// library); it must not import agent or anything above it.
+package jsonl
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
+)
+
+// DefaultRoot returns the default store root: $REIN_HOME when set, else
+// $XDG_DATA_HOME/rein, else ~/.local/share/rein.
+func DefaultRoot() (string, error) {
+	if d := os.Getenv("REIN_HOME"); d != "" {
+		return d, nil
+	}
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "rein"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("jsonl: no data directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "rein"), nil
+}
+
+// Store is the JSONL store rooted at one directory.
+type Store struct {
+	root string
+	dir  string // root/sessions
+	// wrap, when set (tests), wraps every writer's file to inject failures.
+	wrap func(file) file
+	// metaEvery is the minimum interval between sidecar rewrites while a
+	// writer appends (Close always writes it).
+	metaEvery time.Duration
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating as needed) the store at root. An unreadable or
+// uncreatable directory is an error wrapping store.ErrUnreadable.
+func Open(root string) (*Store, error) {
+	dir := filepath.Join(root, "sessions")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+	}
+	_, err = d.ReadDir(1)
+	d.Close()
+	if err != nil && err != io.EOF {
+		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+	}
+	s := &Store{root: root, dir: dir, metaEvery: time.Second}
+	s.removeStaleTemps()
+	return s, nil
+}
+
+// removeStaleTemps deletes temporary files that a crashed Create or Fork
+// left behind. A live one is locked by its writer and stays.
+func (s *Store) removeStaleTemps() {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, ".") || !strings.Contains(name, ".tmp-") {
+			continue
+		}
+		f, err := os.Open(filepath.Join(s.dir, name))
+		if err != nil {
+			continue
+		}
+		if lockFile(f) == nil {
+			os.Remove(f.Name())
+		}
+		f.Close()
+	}
+}
+
+// Root returns the store's root directory.
+func (s *Store) Root() string { return s.root }
+
+// Path returns the file that holds session id.
+func (s *Store) Path(id string) string { return filepath.Join(s.dir, id+".jsonl") }
+
+func (s *Store) metaPath(id string) string { return filepath.Join(s.dir, id+".meta") }
+
+func checkID(id string) error {
+	if id == "" || strings.ContainsAny(id, "/\\\x00") || strings.HasPrefix(id, ".") || len(id) > 200 {
+		return fmt.Errorf("jsonl: invalid session id %q", id)
+	}
+	return nil
+}
+
+func notFound(id string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s", store.ErrNotFound, id)
+	}
+	return fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+}
+
+// headerLine encodes h as the file's first line.
+func headerLine(h session.Header) ([]byte, error) {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("jsonl: encode header: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// publish writes content to a temporary file, fsyncs it and links it into
+// place as session id (ErrExists when taken). It returns the open, locked
+// file positioned nowhere in particular (writers use WriteAt) when keep is
+// set, else closes it.
+func (s *Store) publish(id string, parts [][]byte, keep bool) (*os.File, error) {
+	tmp, err := os.CreateTemp(s.dir, "."+id+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+	}
+	ok := false
+	defer func() {
+		os.Remove(tmp.Name())
+		if !ok {
+			tmp.Close()
+		}
+	}()
+	if keep {
+		if err := lockFile(tmp); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range parts {
+		if _, err := tmp.Write(p); err != nil {
+			return nil, fmt.Errorf("jsonl: write %s: %w", id, err)
+		}
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, fmt.Errorf("jsonl: sync %s: %w", id, err)
+	}
+	if err := os.Link(tmp.Name(), s.Path(id)); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("%w: %s", store.ErrExists, id)
+		}
+		return nil, fmt.Errorf("jsonl: publish %s: %w", id, err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		return nil, err
+	}
+	ok = true
+	if !keep {
+		tmp.Close()
+		return nil, nil
+	}
+	return tmp, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("jsonl: sync dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("jsonl: sync dir: %w", err)
+	}
+	return nil
+}
+
+// Create implements store.Store. The session file is durable (header
+// written and fsynced, directory fsynced) when Create returns.
+func (s *Store) Create(ctx context.Context, h session.Header) (store.Writer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkID(h.ID); err != nil {
+		return nil, err
+	}
+	if _, err := os.Lstat(s.Path(h.ID)); err == nil {
+		return nil, fmt.Errorf("%w: %s", store.ErrExists, h.ID)
+	}
+	h.Version = session.Version
+	if h.CreatedAt.IsZero() {
+		h.CreatedAt = time.Now()
+	}
+	h.CreatedAt = h.CreatedAt.UTC().Truncate(time.Millisecond)
+	line, err := headerLine(h)
+	if err != nil {
+		return nil, err
+	}
+	f, err := s.publish(h.ID, [][]byte{line}, true)
+	if err != nil {
+		return nil, err
+	}
+	m := meta{Size: int64(len(line)), Title: h.Title, Updated: h.CreatedAt}
+	w := s.newWriter(h, f, m)
+	w.writeMeta()
+	return w, nil
+}
+
+// Open implements store.Store.
+func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loaded, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := checkID(id); err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(s.Path(id), os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, notFound(id, err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %s", err, id)
+	}
+	p, err := loadFile(s.Path(id), f, store.LoadOptions{}, true)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if p.good < p.size {
+		// Drop the sidecar first: it may describe bytes about to vanish.
+		os.Remove(s.metaPath(id))
+		if err := f.Truncate(p.good); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("jsonl: truncate torn tail of %s: %w", id, err)
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("jsonl: sync %s: %w", id, err)
+		}
+	}
+	l := p.loaded.Log
+	stored := l.Len() - int64(len(p.loaded.Repair))
+	turns, _ := l.Turn()
+	m := meta{Size: p.good, Events: stored, Turns: turns, Title: l.Title(), Updated: l.LastTime()}
+	if stored == 0 {
+		m.Updated = p.header.CreatedAt
+	}
+	w := s.newWriter(p.header, f, m)
+	if len(p.loaded.Repair) > 0 {
+		if err := w.Append(ctx, p.loaded.Repair); err != nil {
+			w.abandon()
+			return nil, nil, fmt.Errorf("jsonl: write repair of %s: %w", id, err)
+		}
+	}
+	w.writeMeta()
+	return w, p.loaded, nil
+}
+
+// Load implements store.Store.
+func (s *Store) Load(ctx context.Context, id string, opts store.LoadOptions) (*store.Loaded, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(s.Path(id))
+	if err != nil {
+		return nil, notFound(id, err)
+	}
+	defer f.Close()
+	p, err := loadFile(s.Path(id), f, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	return p.loaded, nil
+}
+
+// List implements store.Store. Per session it reads the header line, the
+// sidecar and the lines appended after the size the sidecar describes.
+func (s *Store) List(ctx context.Context) ([]store.Info, error) {
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+	}
+	var out []store.Info
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".jsonl") || strings.HasPrefix(name, ".") || e.IsDir() {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		info, err := s.info(strings.TrimSuffix(name, ".jsonl"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b store.Info) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// info summarises one session. A session whose header cannot be read is
+// still listed (ID, Size, file time) so that nothing disappears from view.
+func (s *Store) info(id string) (store.Info, error) {
+	f, err := os.Open(s.Path(id))
+	if err != nil {
+		return store.Info{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return store.Info{}, err
+	}
+	size := st.Size()
+	info := store.Info{ID: id, Size: size, UpdatedAt: st.ModTime().UTC()}
+	br := bufio.NewReaderSize(f, 4096)
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return info, nil
+	}
+	var h session.Header
+	if err := json.Unmarshal(line[:len(line)-1], &h); err != nil {
+		return info, nil
+	}
+	info.Title, info.Cwd, info.Parent, info.CreatedAt = h.Title, h.Cwd, h.Parent, h.CreatedAt
+	m, ok := readMeta(s.metaPath(id))
+	if !ok || m.Size < int64(len(line)) || m.Size > size {
+		m = meta{Size: int64(len(line)), Title: h.Title, Updated: h.CreatedAt}
+	}
+	if m.Size < size {
+		if _, err := f.Seek(m.Size, io.SeekStart); err != nil {
+			return info, err
+		}
+		m.scan(bufio.NewReaderSize(f, 64<<10))
+	}
+	info.Title, info.UpdatedAt, info.Events, info.Turns = m.Title, m.Updated, m.Events, m.Turns
+	return info, nil
+}
+
+// Fork implements store.Store by copying: the child file holds a new header
+// (parent, forkSeq) followed by the parent's event lines 0..at verbatim,
+// so it is a complete session in the format of FORMAT.md. The parent is
+// read once: as its segments arrive, one goroutine copies the lines up to
+// at into the child's temporary file and fsyncs it while this one parses
+// them for session.ForkPoint. A refused fork leaves no child.
+func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header) (session.Header, error) {
+	if err := ctx.Err(); err != nil {
+		return session.Header{}, err
+	}
+	if err := checkID(id); err != nil {
+		return session.Header{}, err
+	}
+	if err := checkID(h.ID); err != nil {
+		return session.Header{}, err
+	}
+	if at < -1 {
+		return session.Header{}, fmt.Errorf("jsonl: fork %s at seq %d: out of range", id, at)
+	}
+	if _, err := os.Lstat(s.Path(h.ID)); err == nil {
+		return session.Header{}, fmt.Errorf("%w: %s", store.ErrExists, h.ID)
+	}
+	pf, err := os.Open(s.Path(id))
+	if err != nil {
+		return session.Header{}, notFound(id, err)
+	}
+	defer pf.Close()
+	st, err := pf.Stat()
+	if err != nil {
+		return session.Header{}, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+	}
+	// The parent's header, for defaults.
+	var ph session.Header
+	line, err := bufio.NewReaderSize(io.NewSectionReader(pf, 0, st.Size()), 4096).ReadBytes('\n')
+	if err != nil {
+		return session.Header{}, &store.LineError{File: s.Path(id), Line: 1, Err: fmt.Errorf("%w: no complete header line", session.ErrCorrupt)}
+	}
+	if err := json.Unmarshal(line[:len(line)-1], &ph); err != nil {
+		return session.Header{}, &store.LineError{File: s.Path(id), Line: 1, Err: err}
+	}
+	h.Parent, h.ForkSeq, h.Version = id, at, session.Version
+	if h.CreatedAt.IsZero() {
+		h.CreatedAt = time.Now()
+	}
+	h.CreatedAt = h.CreatedAt.UTC().Truncate(time.Millisecond)
+	if h.Title == "" {
+		h.Title = ph.Title
+	}
+	hline, err := headerLine(h)
+	if err != nil {
+		return session.Header{}, err
+	}
+
+	tmp, err := os.CreateTemp(s.dir, "."+h.ID+".tmp-*")
+	if err != nil {
+		return session.Header{}, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+	}
+	defer func() {
+		os.Remove(tmp.Name())
+		tmp.Close()
+	}()
+	if err := lockFile(tmp); err != nil {
+		return session.Header{}, err
+	}
+	src := readSource(pf, st.Size())
+	type copyResult struct {
+		size int64 // bytes of the child
+		err  error
+	}
+	copied := make(chan copyResult, 1)
+	go func() {
+		size, err := copyPrefix(tmp, hline, src, at+1)
+		if err == nil {
+			err = tmp.Sync()
+		}
+		copied <- copyResult{size, err}
+	}()
+	p, perr := parseUpTo(s.Path(id), &h, src, at)
+	if perr == nil {
+		perr = session.ForkPoint(p.loaded.Log, at)
+	}
+	cr := <-copied
+	src.cancel() // the rest of the parent is not needed
+	src.end()
+	if perr != nil {
+		return session.Header{}, fmt.Errorf("jsonl: fork %s at seq %d: %w", id, at, perr)
+	}
+	if cr.err != nil {
+		return session.Header{}, fmt.Errorf("jsonl: fork %s: write child: %w", id, cr.err)
+	}
+	if err := os.Link(tmp.Name(), s.Path(h.ID)); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return session.Header{}, fmt.Errorf("%w: %s", store.ErrExists, h.ID)
+		}
+		return session.Header{}, fmt.Errorf("jsonl: publish %s: %w", h.ID, err)
+	}
+	if err := syncDir(s.dir); err != nil {
+		return session.Header{}, err
+	}
+	m := summarize(p.loaded.Log, at, h)
+	m.Size = cr.size
+	m.write(s.metaPath(h.ID))
+	return h, nil
+}
+
+// errBeyond reports a fork seq past the parent's stored events.
+var errBeyond = errors.New("beyond the stored events")
+
+// copyPrefix writes hline and then the event lines of src (whose first
+// line is the parent's header) until n of them are written. It returns the
+// bytes written.
+func copyPrefix(f *os.File, hline []byte, src *source, n int64) (int64, error) {
+	if _, err := f.Write(hline); err != nil {
+		return 0, err
+	}
+	size := int64(len(hline))
+	skipHeader := true
+	for i := 0; n > 0; i++ {
+		seg, ok := src.next(i)
+		if !ok {
+			return size, errBeyond
+		}
+		if skipHeader {
+			nl := bytes.IndexByte(seg, '\n')
+			if nl < 0 {
+				return size, errBeyond
+			}
+			seg, skipHeader = seg[nl+1:], false
+		}
+		// Take whole lines, at most n.
+		end := 0
+		for n > 0 {
+			j := bytes.IndexByte(seg[end:], '\n')
+			if j < 0 {
+				break
+			}
+			end += j + 1
+			n--
+		}
+		if _, err := f.Write(seg[:end]); err != nil {
+			return size, err
+		}
+		size += int64(end)
+	}
+	return size, nil
+}
+
+// summarize is the sidecar of a fork child holding l's events 0..at (l may
+// hold a few more: they are subtracted) under header h.
+func summarize(l *session.Log, at int64, h session.Header) meta {
+	turns, _ := l.Turn()
+	m := meta{Events: at + 1, Turns: turns, Title: l.Title(), Updated: h.CreatedAt}
+	if at >= 0 {
+		m.Updated = l.Event(at).Time
+	}
+	titled := false
+	for seq := at + 1; seq < l.Len(); seq++ {
+		switch l.Event(seq).Type {
+		case session.TypeTurnStart:
+			m.Turns--
+		case session.TypeSessionTitle:
+			titled = true
+		}
+	}
+	if titled {
+		// The latest title is after at: find the one in force at at.
+		m.Title = h.Title
+		for seq := at; seq >= 0; seq-- {
+			if ev := l.Event(seq); ev.Type == session.TypeSessionTitle {
+				var t session.SessionTitle
+				if json.Unmarshal(ev.Data, &t) == nil {
+					m.Title = t.Title
+				}
+				break
+			}
+		}
+	}
+	return m
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkID(id); err != nil {
+		return err
+	}
+	f, err := os.Open(s.Path(id))
+	if err != nil {
+		return notFound(id, err)
+	}
+	defer f.Close()
+	if err := lockFile(f); err != nil {
+		return fmt.Errorf("%w: %s", err, id)
+	}
+	os.Remove(s.metaPath(id))
+	if err := os.Remove(s.Path(id)); err != nil {
+		return notFound(id, err)
+	}
+	return syncDir(s.dir)
+}

@@ -1,0 +1,297 @@
+package jsonl
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
+)
+
+// parsed is a session file read into memory.
+type parsed struct {
+	header session.Header
+	loaded *store.Loaded
+	// size is the number of bytes read; good is size without the torn
+	// tail.
+	size, good int64
+}
+
+// source is a session file's bytes as they arrive, in segments that end
+// at a line end (all but maybe the last): a reader goroutine allocates and
+// fills each segment while the previous ones are parsed, so reading (and
+// zeroing fresh memory) overlaps parsing, and no single huge buffer is
+// needed. The events of the loaded log alias the segments.
+type source struct {
+	mu   sync.Mutex
+	cond *sync.Cond
+	segs [][]byte
+	done bool  // no more segments will come
+	err  error // the read error, if any
+	size int64 // bytes read so far
+	stop bool  // the reader should stop early
+}
+
+// cancel asks the reader to stop; segments read so far stay.
+func (s *source) cancel() {
+	s.mu.Lock()
+	s.stop = true
+	s.mu.Unlock()
+}
+
+// segment is the size of a source segment.
+var segment = 16 << 20
+
+// readSource starts reading f (size bytes, as stat said) in the
+// background. A file that grows meanwhile is read up to size only; one
+// that shrinks, up to its end.
+func readSource(f *os.File, size int64) *source {
+	s := &source{}
+	s.cond = sync.NewCond(&s.mu)
+	go func() {
+		var off int64
+		var carry []byte
+		var err error
+		for err == nil {
+			left := size - off
+			if left <= 0 && len(carry) == 0 {
+				break
+			}
+			cur := make([]byte, len(carry), int64(len(carry))+max(0, min(int64(segment), left)))
+			copy(cur, carry)
+			carry = nil
+			for len(cur) < cap(cur) && err == nil {
+				var k int
+				k, err = f.ReadAt(cur[len(cur):cap(cur)], off)
+				cur = cur[:len(cur)+k]
+				off += int64(k)
+			}
+			last := off >= size || err != nil
+			if !last {
+				nl := bytes.LastIndexByte(cur, '\n')
+				if nl < 0 {
+					// A line longer than a segment: continue it in the
+					// next, bigger one.
+					carry = cur
+					continue
+				}
+				carry = cur[nl+1:]
+				cur = cur[: nl+1 : nl+1]
+			}
+			s.mu.Lock()
+			s.segs = append(s.segs, cur)
+			s.size = off - int64(len(carry))
+			s.cond.Broadcast()
+			stop := s.stop
+			s.mu.Unlock()
+			if last || stop {
+				carry = nil
+				break
+			}
+		}
+		if err == io.EOF {
+			err = nil // the file shrank: parse what there is
+		}
+		s.mu.Lock()
+		if len(carry) > 0 {
+			s.segs = append(s.segs, carry)
+			s.size += int64(len(carry))
+		}
+		s.done, s.err = true, err
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}()
+	return s
+}
+
+// next returns segment i, or false when the read ended before it.
+func (s *source) next(i int) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i >= len(s.segs) && !s.done {
+		s.cond.Wait()
+	}
+	if i >= len(s.segs) {
+		return nil, false
+	}
+	return s.segs[i], true
+}
+
+// end waits for the reader and returns its error.
+func (s *source) end() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.done {
+		s.cond.Wait()
+	}
+	return s.err
+}
+
+// loadFile reads and parses a session file.
+func loadFile(file string, f *os.File, opts store.LoadOptions, repair bool) (*parsed, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+	}
+	src := readSource(f, st.Size())
+	p, err := parseSource(file, nil, src, opts, repair)
+	if rerr := src.end(); rerr != nil && err == nil {
+		err = fmt.Errorf("%w: %v", store.ErrUnreadable, rerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// parseUpTo parses src (not repairing) until its log holds event at;
+// whatever follows, even damage, is not looked at beyond the chunk it
+// arrived in. An at beyond the stored events is an error.
+func parseUpTo(file string, h *session.Header, src *source, at int64) (*parsed, error) {
+	p, err := parseSourceLimit(file, h, src, store.LoadOptions{}, false, at)
+	if err != nil {
+		return nil, err
+	}
+	if p.loaded.Log.Len() <= at {
+		return nil, fmt.Errorf("%w: seq %d", errBeyond, at)
+	}
+	return p, nil
+}
+
+// parseSource parses a session file (header line, then events) into a
+// session.Log whose event data aliases the source's segments. With repair
+// set it runs session.Repair on the result.
+func parseSource(file string, h *session.Header, src *source, opts store.LoadOptions, repair bool) (*parsed, error) {
+	return parseSourceLimit(file, h, src, opts, repair, -2)
+}
+
+// errEnough stops parseSourceLimit once the log holds its last wanted event.
+var errEnough = errors.New("enough events")
+
+// parseSourceLimit is parseSource that stops early, successfully, once the
+// log holds event stop (stop >= -1; -2 for no limit).
+func parseSourceLimit(file string, h *session.Header, src *source, opts store.LoadOptions, repair bool, stop int64) (*parsed, error) {
+	lineErr := func(line int, err error) error { return &store.LineError{File: file, Line: line, Err: err} }
+	seg, ok := src.next(0)
+	nl := -1
+	if ok {
+		nl = bytes.IndexByte(seg, '\n')
+	}
+	if nl < 0 {
+		return nil, lineErr(1, fmt.Errorf("%w: no complete header line", session.ErrCorrupt))
+	}
+	var hdr session.Header
+	if err := json.Unmarshal(seg[:nl], &hdr); err != nil {
+		if !errors.Is(err, session.ErrCorrupt) && !errors.Is(err, session.ErrVersion) {
+			err = fmt.Errorf("%w: header: %v", session.ErrCorrupt, err)
+		}
+		return nil, lineErr(1, err)
+	}
+	if h != nil {
+		hdr = *h
+	}
+	l := session.NewLog(hdr)
+	ld := &store.Loaded{Log: l}
+
+	// feed appends whole lines, skipping bad ones under Salvage.
+	feed := func(body []byte) error {
+		if stop >= -1 && l.Len() > stop {
+			return errEnough
+		}
+		for len(body) > 0 {
+			err := l.AppendLines(body)
+			if stop >= -1 && l.Len() > stop {
+				return errEnough
+			}
+			if err == nil {
+				return nil
+			}
+			var lerr *session.LineError
+			if !errors.As(err, &lerr) {
+				return err
+			}
+			cause := lerr.Err
+			if errors.Is(cause, session.ErrInvariant) && lerr.Seq >= 0 && lerr.Seq != l.Len() {
+				cause = fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, lerr.Seq, l.Len())
+			}
+			// Every line before the failing one was appended or dropped.
+			line := 2 + int(l.Len()) + len(ld.Dropped)
+			if !opts.Salvage {
+				return lineErr(line, cause)
+			}
+			ld.Dropped = append(ld.Dropped, store.Dropped{Line: line, Err: cause})
+			body = body[lerr.End:]
+		}
+		return nil
+	}
+
+	// Only at the end can the final line be judged torn, so the last
+	// complete line seen is held back until more lines follow it.
+	torn := 0
+	run := func() error {
+		var pending []byte
+		body := seg[nl+1:]
+		for i := 1; ; i++ {
+			next, more := src.next(i)
+			if !more {
+				break
+			}
+			if len(body) > 0 {
+				// body ends with '\n' (segments end at line ends).
+				j := bytes.LastIndexByte(body[:len(body)-1], '\n')
+				if err := feed(pending); err != nil {
+					return err
+				}
+				if err := feed(body[:j+1]); err != nil {
+					return err
+				}
+				pending = body[j+1:]
+			}
+			body = next
+		}
+		// body is the final segment: complete lines, then maybe a
+		// partial one.
+		complete := body[:bytes.LastIndexByte(body, '\n')+1]
+		tail := len(body) - len(complete)
+		if len(complete) > 0 {
+			if err := feed(pending); err != nil {
+				return err
+			}
+			j := bytes.LastIndexByte(complete[:len(complete)-1], '\n')
+			if err := feed(complete[:j+1]); err != nil {
+				return err
+			}
+			pending = complete[j+1:]
+		}
+		// A final line without '\n', or one that does not parse, is a
+		// torn tail: a crash while writing.
+		torn = tail
+		if tail == 0 && len(pending) > 0 {
+			if _, err := session.ParseLine(pending[:len(pending)-1]); err != nil {
+				torn = len(pending)
+				pending = nil
+			}
+		}
+		return feed(pending)
+	}
+	if err := run(); err != nil && err != errEnough {
+		return nil, err
+	}
+	ld.TornBytes = torn
+	if repair {
+		rep, err := session.Repair(l)
+		if err != nil {
+			return nil, fmt.Errorf("jsonl: repair %s: %w", file, err)
+		}
+		ld.Repair = rep
+	}
+	src.mu.Lock()
+	size := src.size
+	src.mu.Unlock()
+	return &parsed{header: hdr, loaded: ld, size: size, good: size - int64(torn)}, nil
+}

@@ -1,0 +1,266 @@
+package jsonl
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
+)
+
+// file is what a writer needs of its session file; tests wrap it to inject
+// write and sync failures.
+type file interface {
+	WriteAt(b []byte, off int64) (int, error)
+	Sync() error
+	Truncate(size int64) error
+}
+
+// writer appends to one locked session file with group commit: the first
+// Append to find no commit running becomes the committer, writes every
+// queued batch with one write and one fsync, wakes their callers, and hands
+// the commit role to the first batch queued meanwhile.
+type writer struct {
+	s    *Store
+	id   string
+	hdr  session.Header
+	osf  *os.File // holds the flock
+	f    file
+	stop sync.Once
+
+	mu         sync.Mutex
+	closed     bool
+	broken     error // the file could not be restored after a failure
+	committing bool
+	queue      []*req
+	next       int64 // seq the next accepted batch must start at
+	size       int64 // durable size in bytes
+	m          meta  // summary of the durable content
+	metaAt     time.Time
+	scratch    []byte
+}
+
+// linePool recycles the encoding buffers of batches (a batch's lines are
+// copied into the committer's buffer before Append returns).
+var linePool = sync.Pool{New: func() any { return new([]byte) }}
+
+type req struct {
+	lines    []byte
+	events   []session.Event
+	wake     chan struct{} // one send: finished, or "commit now"
+	finished bool
+	err      error
+}
+
+func (s *Store) newWriter(h session.Header, f *os.File, m meta) *writer {
+	w := &writer{s: s, id: h.ID, hdr: h, osf: f, f: f, next: m.Events, size: m.Size, m: m}
+	if s.wrap != nil {
+		w.f = s.wrap(f)
+	}
+	return w
+}
+
+// Header implements store.Writer.
+func (w *writer) Header() session.Header { return w.hdr }
+
+// Append implements store.Writer. The batch is encoded before it is
+// queued; ctx is honoured only until then (a queued batch is committed
+// whatever happens to ctx, so that Append's answer is always the truth).
+// When a commit fails, its batches and every batch queued behind them fail
+// and nothing of them stays in the file; the caller may retry from the
+// first failed seq.
+func (w *writer) Append(ctx context.Context, batch []session.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(batch) == 0 {
+		return w.Flush(ctx)
+	}
+	n := 0
+	for i := range batch {
+		n += 96 + len(batch[i].Data)
+	}
+	bp := linePool.Get().(*[]byte)
+	defer linePool.Put(bp)
+	lines := (*bp)[:0]
+	if cap(lines) < n {
+		lines = make([]byte, 0, n)
+	}
+	for i := range batch {
+		if i > 0 && batch[i].Seq != batch[i-1].Seq+1 {
+			return fmt.Errorf("%w: batch seq %d follows %d", store.ErrSeq, batch[i].Seq, batch[i-1].Seq)
+		}
+		lines = batch[i].AppendLine(lines)
+	}
+	if cap(lines) <= 1<<20 {
+		*bp = lines // keep the grown buffer; bigger ones go to the GC
+	}
+	r := &req{lines: lines, events: batch, wake: make(chan struct{}, 1)}
+	w.mu.Lock()
+	switch {
+	case w.closed:
+		w.mu.Unlock()
+		return fmt.Errorf("%w: session %s", store.ErrClosed, w.id)
+	case w.broken != nil:
+		w.mu.Unlock()
+		return w.broken
+	case batch[0].Seq != w.next:
+		next := w.next
+		w.mu.Unlock()
+		return fmt.Errorf("%w: batch starts at seq %d, want %d", store.ErrSeq, batch[0].Seq, next)
+	}
+	w.next += int64(len(batch))
+	return w.enqueue(r)
+}
+
+// Flush implements store.Writer.
+func (w *writer) Flush(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return fmt.Errorf("%w: session %s", store.ErrClosed, w.id)
+	}
+	if !w.committing && len(w.queue) == 0 {
+		err := w.broken
+		w.mu.Unlock()
+		return err
+	}
+	return w.enqueue(&req{wake: make(chan struct{}, 1)})
+}
+
+// enqueue queues r (w.mu held; released on return) and waits for it.
+func (w *writer) enqueue(r *req) error {
+	w.queue = append(w.queue, r)
+	if w.committing {
+		w.mu.Unlock()
+		<-r.wake
+		w.mu.Lock()
+		if r.finished {
+			err := r.err
+			w.mu.Unlock()
+			return err
+		}
+		// Handed the commit role; r heads the queue.
+	}
+	w.committing = true
+	group := w.queue
+	w.queue = nil
+	w.mu.Unlock()
+
+	err := w.commit(group)
+
+	w.mu.Lock()
+	for _, g := range group {
+		g.finished, g.err = true, err
+		if g != r {
+			g.wake <- struct{}{}
+		}
+	}
+	if err != nil {
+		// Batches queued behind the failed group carry later seqs; fail
+		// them too so that a retry starts from the durable end.
+		for _, q := range w.queue {
+			q.finished, q.err = true, fmt.Errorf("jsonl: an earlier batch failed: %w", err)
+			q.wake <- struct{}{}
+		}
+		w.queue = nil
+		w.next = w.m.Events
+	}
+	if len(w.queue) > 0 {
+		w.queue[0].wake <- struct{}{}
+	} else {
+		w.committing = false
+	}
+	w.mu.Unlock()
+	return err
+}
+
+// commit writes and fsyncs group. Only the committer calls it, so the
+// fields it touches outside w.mu (scratch, size, m) are its own until it
+// hands over under w.mu.
+func (w *writer) commit(group []*req) error {
+	buf := w.scratch[:0]
+	for _, g := range group {
+		buf = append(buf, g.lines...)
+	}
+	if cap(buf) <= 1<<20 {
+		w.scratch = buf
+	}
+	if len(buf) == 0 {
+		return nil
+	}
+	_, err := w.f.WriteAt(buf, w.size)
+	if err == nil {
+		err = w.f.Sync()
+	}
+	if err != nil {
+		// Leave nothing of the group behind.
+		if terr := w.f.Truncate(w.size); terr != nil {
+			w.mu.Lock()
+			w.broken = fmt.Errorf("jsonl: session %s: cannot restore the file after %v: %w", w.id, err, terr)
+			w.mu.Unlock()
+		}
+		return fmt.Errorf("jsonl: append to %s: %w", w.id, err)
+	}
+	w.mu.Lock()
+	w.size += int64(len(buf))
+	for _, g := range group {
+		w.m.add(g.events)
+	}
+	w.m.Size = w.size
+	if now := time.Now(); now.Sub(w.metaAt) >= w.s.metaEvery {
+		w.metaAt = now
+		w.m.write(w.s.metaPath(w.id))
+	}
+	w.mu.Unlock()
+	return nil
+}
+
+func (w *writer) writeMeta() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.metaAt = time.Now()
+	w.m.write(w.s.metaPath(w.id))
+}
+
+// Close implements store.Writer: it waits for queued batches, writes the
+// sidecar and releases the lock. Appends racing with Close either commit
+// before it returns or fail with store.ErrClosed.
+func (w *writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return fmt.Errorf("%w: session %s", store.ErrClosed, w.id)
+	}
+	w.closed = true
+	var err error
+	if w.committing || len(w.queue) > 0 {
+		err = w.enqueue(&req{wake: make(chan struct{}, 1)})
+		w.mu.Lock()
+	}
+	if w.broken == nil {
+		w.m.write(w.s.metaPath(w.id))
+	} else if err == nil {
+		err = w.broken
+	}
+	w.mu.Unlock()
+	w.abandon()
+	return err
+}
+
+// abandon releases the file and its lock without flushing: what a crash
+// does.
+func (w *writer) abandon() {
+	w.stop.Do(func() {
+		w.mu.Lock()
+		w.closed = true
+		w.mu.Unlock()
+		w.osf.Close()
+	})
+}
