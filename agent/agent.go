@@ -195,6 +195,8 @@ func start(cfg Config, w store.Writer, log *session.Log, hdrReason, startSource 
 		notify:     make(chan struct{}),
 		hdrReason:  hdrReason,
 	}
+	u := log.LastUsage()
+	a.lastTokens = u.Input + u.Output
 	a.subs.init()
 	go a.loop()
 	if len(cfg.Hooks.SessionStart) > 0 {

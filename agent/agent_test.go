@@ -449,3 +449,35 @@ func TestRequestHeaderOnlyWhenChanged(t *testing.T) {
 		t.Errorf("headers %v, want initial then one change", reasons)
 	}
 }
+
+func TestPressureSurvivesResume(t *testing.T) {
+	big := &llm.Usage{Input: 900, Output: 10}
+	h := newHarness(t, []scripted.Call{
+		scripted.Answer("a1"),
+		{Reply: scripted.Reply{Text: []string{"a2"}, Usage: big}},
+		{Match: func(r *llm.Request) error {
+			if r.System != agent.CompactionSystemPrompt {
+				return errors.New("expected the summary request before the resumed agent's first step")
+			}
+			return nil
+		}, Reply: scripted.Reply{Text: []string{"S"}}},
+		scripted.Answer("a3"),
+	}, func(x *harness) { x.cfg.ContextWindow = 1000 })
+	h.send("u1")
+	h.idle()
+	h.send("u2")
+	h.idle()
+	if err := h.a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := agent.Resume(context.Background(), h.st, h.a.ID(), h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.attach(b)
+	h.send("u3")
+	h.idle()
+	if n := len(findType(h.events(), session.TypeCompactionEnd)); n != 1 {
+		t.Errorf("%d compactions after resume, want 1", n)
+	}
+}

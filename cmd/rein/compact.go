@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/hook"
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
+)
+
+// configureCompaction turns on automatic compaction for a model with the
+// given context window (0: unknown, so only context-overflow errors compact).
+func (a *app) configureCompaction(cfg *agent.Config, window int) {
+	cfg.ContextWindow = window
+}
+
+// preCompactHook runs the command hooks' PreCompact before every compaction.
+func preCompactHook(hc *hook.Config, rt hook.Runtime) agent.Hook[agent.CompactInfo, agent.CompactDecision] {
+	return func(ctx context.Context, in agent.CompactInfo, next func(context.Context, agent.CompactInfo) (agent.CompactDecision, error)) (agent.CompactDecision, error) {
+		trigger := "auto"
+		if in.Reason == session.CompactManual {
+			trigger = "manual"
+		}
+		d := hc.PreCompact(ctx, in.Agent, rt, trigger, "")
+		if d.Block {
+			return agent.CompactDecision{Block: true, Reason: d.Reason}, nil
+		}
+		return next(ctx, in)
+	}
+}
+
+func (a *app) sessionsCompact() *cobra.Command {
+	var keep int
+	var instructions string
+	cmd := &cobra.Command{
+		Use:   "compact ID",
+		Short: "Summarize a session's older history to free context",
+		Long: `Compact asks the session's model (--model) to summarize the older part of the
+history, and records the summary as a message that replaces that part in what
+the model sees from now on. Tool calls and their results are never split, and
+the transcript ('sessions show') still shows the original messages. PreCompact
+hooks run first and may refuse; SessionStart hooks (source compact) run after.
+
+The session must not be running in another process (exit 4).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id := args[0]
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			loaded, err := a.load(ctx, st, id)
+			if err != nil {
+				return err
+			}
+			start := loaded.Log.Len()
+			dir := a.sessionDir(loaded.Log.Header().Cwd)
+			prov, model, err := a.resolveModel()
+			if err != nil {
+				return err
+			}
+			hooks, err := a.hooks(dir, st)
+			if err != nil {
+				return err
+			}
+			tools, err := a.tools()
+			if err != nil {
+				return err
+			}
+			ag, err := agent.Resume(ctx, st, id, agent.Config{
+				Store: st, Provider: prov, Model: model.Spec(), Tools: tools,
+				System: systemSections(dir, workspaceRoot(dir), a.cfg.InstructionsBudget),
+				Cwd:    dir, Hooks: hooks, Logger: a.log,
+			})
+			if err != nil {
+				return lockedError(id, fmt.Errorf("session %s: %w", id, err))
+			}
+			cerr := ag.Compact(ctx, agent.CompactOptions{Reason: session.CompactManual, Keep: keep, Instructions: instructions})
+			if err := ag.Close(context.WithoutCancel(ctx)); err != nil && cerr == nil {
+				cerr = err
+			}
+			if errors.Is(cerr, agent.ErrNothingToCompact) {
+				fmt.Fprintf(a.stdout, "nothing to compact in %s\n", id)
+				return nil
+			}
+			if cerr != nil {
+				return fmt.Errorf("compact %s: %w", id, cerr)
+			}
+			after, err := st.Load(ctx, id, store.LoadOptions{})
+			if err != nil {
+				return err
+			}
+			for _, ev := range after.Log.Events(start) {
+				if ev.Type != session.TypeUserMessage {
+					continue
+				}
+				p, err := ev.Decode()
+				if err != nil {
+					continue
+				}
+				if um := p.(*session.UserMessage); um.Replaces != nil {
+					fmt.Fprintf(a.stdout, "compacted %s: summary at #%d replaces %d events (#%d–#%d)\n",
+						id, ev.Seq, len(um.Replaces.Seqs), um.Replaces.Start, um.Replaces.End)
+					return nil
+				}
+			}
+			fmt.Fprintf(a.stdout, "compacted %s\n", id)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&keep, "keep", 0, "keep at least `N` recent model messages verbatim (default 4)")
+	cmd.Flags().StringVar(&instructions, "instructions", "", "what the summary should focus on")
+	return cmd
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/config"
+)
+
+func (a *app) configCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Inspect rein's configuration",
+	}
+	var asJSON bool
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Print the effective configuration and where each value came from",
+		Long: `Show prints every setting, its effective value and its origin: "default", a
+file and line, "env NAME" or "flag --NAME".
+
+Layers, each overriding the one before:
+  1. built-in defaults
+  2. the user file: $XDG_CONFIG_HOME/rein/config.toml, else ~/.config/rein/config.toml
+  3. the workspace file: .rein/config.toml in the workspace root (the nearest
+     directory upwards holding .rein or .git)
+  4. environment: REIN_MODEL, REIN_PERMISSION_MODE, REIN_CONTEXT_WINDOW,
+     REIN_INSTRUCTIONS_BUDGET
+  5. flags: --model, --permission-mode
+
+Keys (TOML):
+  model = "deepseek:deepseek-chat"      # provider:model, or scripted:FILE
+  permission_mode = "workspace-write"   # read-only | workspace-write | full-access
+  context_window = 0                    # tokens; 0 = the model catalog's value
+  instructions_budget = 32768           # bytes of AGENTS.md/CLAUDE.md in the system prompt
+  [providers.deepseek]
+  base_url = "https://..."              # override the provider's endpoint
+  api_key_env = "MY_DEEPSEEK_KEY"       # read the API key from this variable
+
+An unknown key or a wrong type is an error naming the file and line.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			settings := a.cfg.Settings()
+			if asJSON {
+				return printJSON(a.stdout, map[string]any{
+					"files":    []string{config.UserFile(a.getenv), config.ProjectFile(a.root)},
+					"settings": settings,
+				})
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY\tVALUE\tFROM")
+			for _, s := range settings {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, s.Value, s.Origin)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "\nfiles read (when present): %s, %s\n", config.UserFile(a.getenv), config.ProjectFile(a.root))
+			return nil
+		},
+	}
+	show.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(show)
+	return cmd
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/jsonl"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"rein": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs testdata/script/*.txtar against the real rein binary
+// (this test binary, installed as "rein" on the scripts' PATH). Each script
+// has its own REIN_HOME and XDG_CONFIG_HOME inside its work directory.
+//
+// Extra commands:
+//
+//	exitcode N cmd args...   run cmd; its exit code must be N (stdout and
+//	                         stderr are kept for stdout/stderr checks)
+//	setenv-from NAME REGEXP  set $NAME to REGEXP's first group in the last
+//	                         command's stdout
+//	wait-log REGEXP          wait until a session file in $REIN_HOME
+//	                         matches REGEXP
+//	lock ID / unlock ID      hold / release session ID's writer lock in the
+//	                         test process (another process holding it)
+func TestScripts(t *testing.T) {
+	var mu sync.Mutex
+	locks := map[string]store.Writer{}
+	t.Cleanup(func() {
+		for _, w := range locks {
+			_ = w.Close()
+		}
+	})
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("REIN_HOME", filepath.Join(e.WorkDir, ".rein-home"))
+			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
+			e.Setenv("HOME", e.WorkDir)
+			// Under -race every rein process would sleep 1 s at exit
+			// (atexit_sleep_ms); a race still fails the process (exit 66).
+			e.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"exitcode": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) < 2 {
+					ts.Fatalf("usage: exitcode N cmd args...")
+				}
+				want, err := strconv.Atoi(args[0])
+				if err != nil {
+					ts.Fatalf("exitcode: %v", err)
+				}
+				err = ts.Exec(args[1], args[2:]...)
+				got := 0
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					got = ee.ExitCode()
+				} else if err != nil {
+					ts.Fatalf("exitcode: %v", err)
+				}
+				if got != want {
+					ts.Fatalf("exit code %d, want %d", got, want)
+				}
+			},
+			"setenv-from": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 2 {
+					ts.Fatalf("usage: setenv-from NAME REGEXP")
+				}
+				re, err := regexp.Compile(args[1])
+				ts.Check(err)
+				m := re.FindStringSubmatch(ts.ReadFile("stdout"))
+				if len(m) < 2 {
+					ts.Fatalf("setenv-from: %q does not match stdout", args[1])
+				}
+				ts.Setenv(args[0], m[1])
+			},
+			"wait-log": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: wait-log REGEXP")
+				}
+				re, err := regexp.Compile(args[0])
+				ts.Check(err)
+				deadline := time.Now().Add(20 * time.Second)
+				for time.Now().Before(deadline) {
+					files, _ := filepath.Glob(filepath.Join(ts.Getenv("REIN_HOME"), "sessions", "*.jsonl"))
+					for _, f := range files {
+						if b, err := os.ReadFile(f); err == nil && re.Match(b) {
+							return
+						}
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				ts.Fatalf("wait-log: no session log matches %q", args[0])
+			},
+			"lock": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: lock ID")
+				}
+				st, err := jsonl.Open(ts.Getenv("REIN_HOME"))
+				ts.Check(err)
+				w, _, err := st.Open(context.Background(), args[0])
+				ts.Check(err)
+				mu.Lock()
+				locks[ts.Getenv("WORK")+args[0]] = w
+				mu.Unlock()
+			},
+			"unlock": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: unlock ID")
+				}
+				mu.Lock()
+				w := locks[ts.Getenv("WORK")+args[0]]
+				delete(locks, ts.Getenv("WORK")+args[0])
+				mu.Unlock()
+				if w == nil {
+					ts.Fatalf("unlock: %s is not locked", args[0])
+				}
+				ts.Check(w.Close())
+			},
+		},
+	})
+}

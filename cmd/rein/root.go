@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/reinhq/rein/config"
+)
+
+// app is one invocation of rein: its streams, global flags and the state the
+// commands share.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+
+	// Global flags.
+	model          string
+	cwd            string
+	permissionMode string
+	yes            bool
+	verbose        bool
+
+	log *slog.Logger
+	cfg *config.Config
+	// dir is the absolute working directory (--cwd or the process's).
+	dir string
+	// root is the workspace root: the nearest ancestor of dir holding
+	// .rein or .git, else dir.
+	root string
+}
+
+// Main runs rein with args and returns the exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	cmd := a.rootCmd()
+	cmd.SetArgs(args)
+	cmd.SetIn(stdin)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	err := cmd.ExecuteContext(context.Background())
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "rein: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "rein: %v\n", err)
+	if isUsage(err) {
+		fmt.Fprintln(stderr, "Run 'rein --help' for usage.")
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// isUsage recognises cobra's own argument and flag errors.
+func isUsage(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument",
+		"invalid argument", "accepts ", "requires at least", "requires exactly", "if any flags in the group", "required flag"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "rein",
+		Short: "rein is a coding agent harness with an append-only session log",
+		Long: `rein runs a coding agent. Every session is an append-only log of events
+(stored as JSONL under $REIN_HOME, else $XDG_DATA_HOME/rein); what the model sees
+and what you see are both derived from it.
+
+Start without an API key:
+
+  rein demo
+
+Run one turn headless (text streams to stdout):
+
+  rein run "explain the build"
+  rein run --model scripted:script.json "hello"
+
+Configuration comes from ~/.config/rein/config.toml, then .rein/config.toml in
+the workspace, then REIN_* environment variables, then flags (a later layer
+wins); 'rein config show' prints the result and where each value came from.
+
+Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
+3 prompt blocked, 4 session locked by another process, 130 aborted.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.setup(cmd)
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	f := root.PersistentFlags()
+	f.StringVar(&a.model, "model", "", "model as provider:model, e.g. deepseek:deepseek-chat, or scripted:FILE for the keyless scripted model (default from config: "+config.DefaultModel+")")
+	f.StringVar(&a.cwd, "cwd", "", "working directory of the session (default: the current directory)")
+	f.StringVar(&a.permissionMode, "permission-mode", "", "what tools may do: read-only, workspace-write (default) or full-access")
+	f.BoolVar(&a.yes, "yes", false, "approve every tool call the permission policy would ask about")
+	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging (slog) to stderr")
+	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd())
+	return root
+}
+
+// setup resolves the working directory, the logger and the configuration.
+func (a *app) setup(cmd *cobra.Command) error {
+	level := slog.LevelWarn
+	if a.verbose {
+		level = slog.LevelDebug
+	}
+	a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(a.log)
+
+	dir := a.cwd
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		dir = wd
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return usagef("--cwd %s: not a directory", dir)
+	}
+	a.dir = abs
+	a.root = workspaceRoot(abs)
+
+	cfg, err := config.Load([]string{config.UserFile(a.getenv), config.ProjectFile(a.root)}, a.getenv)
+	if err != nil {
+		return err
+	}
+	fl := cmd.Flags()
+	if fl.Changed("model") {
+		if err := cfg.Set("model", a.model, "flag --model"); err != nil {
+			return exitWith(ExitUsage, err)
+		}
+	}
+	if fl.Changed("permission-mode") {
+		if err := cfg.Set("permission_mode", a.permissionMode, "flag --permission-mode"); err != nil {
+			return exitWith(ExitUsage, err)
+		}
+	}
+	a.cfg = cfg
+	a.log.Debug("setup", "dir", a.dir, "root", a.root, "model", cfg.Model, "permission_mode", cfg.PermissionMode)
+	return nil
+}
+
+// workspaceRoot returns the nearest ancestor of dir (itself included) that
+// holds .rein or .git, else dir.
+func workspaceRoot(dir string) string {
+	for d := dir; ; {
+		for _, m := range []string{".rein", ".git"} {
+			if _, err := os.Stat(filepath.Join(d, m)); err == nil {
+				return d
+			}
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		d = parent
+	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// readInput returns args joined by spaces, or stdin when there are no args
+// (and stdin is not a terminal).
+func (a *app) readInput(args []string, what string) (string, error) {
+	if len(args) > 0 {
+		return strings.Join(args, " "), nil
+	}
+	if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return "", usagef("no %s: give it as an argument or on stdin", what)
+	}
+	b, err := io.ReadAll(a.stdin)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimRight(string(b), "\n")
+	if strings.TrimSpace(s) == "" {
+		return "", usagef("no %s: give it as an argument or on stdin", what)
+	}
+	return s, nil
+}

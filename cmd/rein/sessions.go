@@ -1,0 +1,403 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/transcript"
+)
+
+func (a *app) sessionsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "sessions",
+		Aliases: []string{"session"},
+		Short:   "List, show, fork, search, compact, repair and remove sessions",
+		Long: `Sessions are stored as JSONL files under $REIN_HOME (else
+$XDG_DATA_HOME/rein, else ~/.local/share/rein), one file per session.`,
+	}
+	cmd.AddCommand(a.sessionsLs(), a.sessionsShow(), a.sessionsFork(), a.sessionsRm(),
+		a.sessionsSearch(), a.sessionsCompact(), a.sessionsRepair())
+	return cmd
+}
+
+func (a *app) sessionsLs() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List sessions, most recently updated first",
+		Long: `Ls prints a table of sessions: id, title, directory, turns and last update,
+most recently updated first. --json prints a JSON array of the same
+summaries (id, title, cwd, parent, createdAt, updatedAt, events, turns).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			infos, err := st.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				type row struct {
+					ID        string    `json:"id"`
+					Title     string    `json:"title,omitempty"`
+					Cwd       string    `json:"cwd"`
+					Parent    string    `json:"parent,omitempty"`
+					CreatedAt time.Time `json:"createdAt"`
+					UpdatedAt time.Time `json:"updatedAt"`
+					Events    int64     `json:"events"`
+					Turns     int       `json:"turns"`
+				}
+				rows := []row{}
+				for _, in := range infos {
+					rows = append(rows, row{in.ID, in.Title, in.Cwd, in.Parent, in.CreatedAt, in.UpdatedAt, in.Events, in.Turns})
+				}
+				return printJSON(a.stdout, rows)
+			}
+			if len(infos) == 0 {
+				fmt.Fprintf(a.stdout, "no sessions in %s\n", st.Root())
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tTITLE\tDIRECTORY\tTURNS\tUPDATED")
+			for _, in := range infos {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", in.ID, cutRunes(oneLine(in.Title), 40), a.shortDir(in.Cwd), in.Turns, ago(in.UpdatedAt))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) shortDir(d string) string {
+	if h := a.getenv("HOME"); h != "" && h != "/" && (d == h || strings.HasPrefix(d, h+string(filepath.Separator))) {
+		return "~" + d[len(h):]
+	}
+	return d
+}
+
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04")
+}
+
+func oneLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func cutRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// load reads a session (repaired in memory) and reports what the repair did
+// on stderr.
+func (a *app) load(ctx context.Context, st store.Store, id string) (*store.Loaded, error) {
+	loaded, err := st.Load(ctx, id, store.LoadOptions{})
+	if err != nil {
+		if errors.Is(err, session.ErrCorrupt) || errors.Is(err, store.ErrSeq) {
+			return nil, fmt.Errorf("session %s: %w (try 'rein sessions repair %s')", id, err, id)
+		}
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	return loaded, nil
+}
+
+func (a *app) sessionsShow() *cobra.Command {
+	var asJSON, verbose, seqs bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Print a session's transcript",
+		Long: `Show prints the session's transcript: your messages, context injected by other
+sources (labelled with the source), steering, the assistant's text, tool calls
+and results in summary, and turn boundaries with their outcome. A session
+that a crash left open is shown repaired (its last turn "interrupted"),
+without changing the file.
+
+--json prints the raw events instead, one JSON line each, as repaired.
+--seqs prefixes each entry with its event seq (for 'sessions fork --at').`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			loaded, err := a.load(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
+			evs := loaded.Log.Events(0)
+			if asJSON {
+				var b []byte
+				for _, ev := range evs {
+					b = ev.AppendLine(b)
+				}
+				_, err := a.stdout.Write(b)
+				return err
+			}
+			h := loaded.Log.Header()
+			title := loaded.Log.Title()
+			if title == "" {
+				title = h.Title
+			}
+			fmt.Fprintf(a.stdout, "session %s", h.ID)
+			if title != "" {
+				fmt.Fprintf(a.stdout, " %q", title)
+			}
+			fmt.Fprintf(a.stdout, "\ndirectory %s\n", h.Cwd)
+			if h.Parent != "" {
+				fmt.Fprintf(a.stdout, "forked from %s at #%d\n", h.Parent, h.ForkSeq)
+			}
+			var from string
+			if json.Unmarshal(h.Extra["repairedFrom"], &from) == nil && from != "" {
+				fmt.Fprintf(a.stdout, "repaired from %s\n", from)
+			}
+			if n := len(loaded.Repair); n > 0 || loaded.TornBytes > 0 {
+				fmt.Fprintf(a.stdout, "repaired on load: %d closing events added, %d torn bytes dropped\n", n, loaded.TornBytes)
+			}
+			fmt.Fprintln(a.stdout)
+			entries, err := transcript.Build(evs)
+			if err != nil {
+				return err
+			}
+			return transcript.Render(a.stdout, entries, transcript.Options{Verbose: verbose, Seqs: seqs})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw (repaired) events as JSON lines")
+	cmd.Flags().BoolVar(&verbose, "all", false, "also show reasoning, usage, models and every hook run")
+	cmd.Flags().BoolVar(&seqs, "seqs", false, "prefix entries with their event seq")
+	return cmd
+}
+
+func (a *app) sessionsFork() *cobra.Command {
+	var at int64
+	cmd := &cobra.Command{
+		Use:   "fork ID",
+		Short: "Copy a session up to an event into a new session",
+		Long: `Fork creates a new session holding the events of ID up to and including seq
+--at (default: the last event). The fork point must lie between turns: on a
+turn/end or on a message outside any turn (for example an injected context);
+a seq inside a turn is refused. The child records its parent and fork seq, keeps
+the parent's directory (unless --cwd) and inherits nothing pending. It prints
+the new session's id.
+
+'rein sessions show --seqs ID' shows the seqs.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			id := args[0]
+			loaded, err := a.load(ctx, st, id)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("at") {
+				at = loaded.Log.Len() - 1
+			}
+			cwd := loaded.Log.Header().Cwd
+			if cwd == "" || a.cwd != "" {
+				cwd = a.dir
+			}
+			h, err := st.Fork(ctx, id, at, session.Header{ID: agent.NewULID(""), Cwd: cwd, CreatedAt: time.Now().UTC()})
+			if errors.Is(err, session.ErrOpenTurn) {
+				return exitWith(ExitError, fmt.Errorf("fork %s at %d: the seq lies inside a turn; fork at a turn/end or an out-of-turn message (%w)", id, at, err))
+			}
+			if err != nil {
+				return fmt.Errorf("fork %s at %d: %w", id, at, err)
+			}
+			fmt.Fprintln(a.stdout, h.ID)
+			return nil
+		},
+	}
+	cmd.Flags().Int64Var(&at, "at", -1, "last `SEQ` the fork holds (default: the last event)")
+	return cmd
+}
+
+func (a *app) sessionsRm() *cobra.Command {
+	return &cobra.Command{
+		Use:   "rm ID...",
+		Short: "Delete sessions",
+		Long:  `Rm deletes each session's file. A session another process is running is refused (exit 4).`,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			for _, id := range args {
+				if err := st.Delete(cmd.Context(), id); err != nil {
+					return lockedError(id, fmt.Errorf("rm %s: %w", id, err))
+				}
+				fmt.Fprintf(a.stdout, "removed %s\n", id)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) sessionsSearch() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "search TEXT",
+		Short: "Find text across sessions' transcripts",
+		Long: `Search looks for TEXT (case-insensitive) in the visible transcript of every
+session: messages, context, steering, assistant text, tool calls and results.
+It prints one line per match: session id, event seq, entry kind and the line
+that matched. Sessions that do not load are reported on stderr and skipped.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			needle := strings.ToLower(strings.Join(args, " "))
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			infos, err := st.List(ctx)
+			if err != nil {
+				return err
+			}
+			type hit struct {
+				Session string `json:"session"`
+				Seq     int64  `json:"seq"`
+				Kind    string `json:"kind"`
+				Line    string `json:"line"`
+			}
+			hits := []hit{}
+			for _, in := range infos {
+				loaded, err := st.Load(ctx, in.ID, store.LoadOptions{})
+				if err != nil {
+					fmt.Fprintf(a.stderr, "rein: skipping %s: %v\n", in.ID, err)
+					continue
+				}
+				entries, err := transcript.Build(loaded.Log.Events(0))
+				if err != nil {
+					fmt.Fprintf(a.stderr, "rein: skipping %s: %v\n", in.ID, err)
+					continue
+				}
+				for _, e := range entries {
+					for _, s := range searchable(e) {
+						for _, line := range strings.Split(s, "\n") {
+							if strings.Contains(strings.ToLower(line), needle) {
+								hits = append(hits, hit{in.ID, e.Seq, string(e.Kind), cutRunes(strings.TrimSpace(line), 100)})
+							}
+						}
+					}
+				}
+			}
+			if asJSON {
+				return printJSON(a.stdout, hits)
+			}
+			for _, h := range hits {
+				fmt.Fprintf(a.stdout, "%s #%d %s: %s\n", h.Session, h.Seq, h.Kind, h.Line)
+			}
+			if len(hits) == 0 {
+				return exitWith(ExitError, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func searchable(e transcript.Entry) []string {
+	out := []string{e.Text}
+	if e.Tool != nil && e.Tool.Arguments != "" {
+		out = append(out, e.Tool.Arguments)
+	}
+	return out
+}
+
+func (a *app) sessionsRepair() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "repair ID",
+		Short: "Salvage a corrupt session into a new one",
+		Long: `Repair reads ID skipping every line that does not parse or does not fit the
+log, closes a turn a crash left open, and writes the result to a new session
+(the original is left untouched). It reports each dropped line and prints the
+new session's id on stdout.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id := args[0]
+			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			loaded, err := st.Load(ctx, id, store.LoadOptions{Salvage: true})
+			if err != nil {
+				return fmt.Errorf("repair %s: %w", id, err)
+			}
+			for _, d := range loaded.Dropped {
+				fmt.Fprintf(a.stderr, "dropped line %d: %v\n", d.Line, d.Err)
+			}
+			if loaded.TornBytes > 0 {
+				fmt.Fprintf(a.stderr, "dropped a torn final line (%d bytes)\n", loaded.TornBytes)
+			}
+			if n := len(loaded.Repair); n > 0 {
+				fmt.Fprintf(a.stderr, "closed the interrupted turn with %d events\n", n)
+			}
+			old := loaded.Log.Header()
+			title := loaded.Log.Title()
+			if title == "" {
+				title = old.Title
+			}
+			extra := map[string]json.RawMessage{}
+			for k, v := range old.Extra {
+				extra[k] = v
+			}
+			from, _ := json.Marshal(id)
+			extra["repairedFrom"] = from
+			h := session.Header{ID: agent.NewULID(""), Cwd: old.Cwd, CreatedAt: time.Now().UTC(), Title: strings.TrimSpace("repaired " + title), Version: session.Version, Extra: extra}
+			w, err := st.Create(ctx, h)
+			if err != nil {
+				return err
+			}
+			if evs := loaded.Log.Events(0); len(evs) > 0 {
+				if err := w.Append(ctx, evs); err != nil {
+					_ = w.Close()
+					return err
+				}
+			}
+			if err := w.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stderr, "kept %d events of %s in a new session\n", loaded.Log.Len(), id)
+			fmt.Fprintln(a.stdout, h.ID)
+			return nil
+		},
+	}
+	return cmd
+}
+
+// printJSON writes v as indented JSON.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
