@@ -141,6 +141,7 @@ func BenchmarkStep(b *testing.B) {
 				if i > 0 && i%500 == 0 {
 					b.StopTimer()
 					_ = a.Close(context.Background())
+					_ = st.Delete(context.Background(), a.ID())
 					a = open()
 					b.StartTimer()
 				}
@@ -213,4 +214,86 @@ func heap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc + m.StackInuse)
+}
+
+// BenchmarkStepFlatness runs the same steps on a session of 100 prior
+// events and one of 100,000, interleaved in rounds so that machine load
+// hits both alike, and reports the per-step time and allocations of each
+// and their ratio (target: time ratio <= 1.3, allocations equal).
+func BenchmarkStepFlatness(b *testing.B) {
+	type side struct {
+		st    store.Store
+		count int64
+		a     *agent.Agent
+		fork  int
+		ns    time.Duration
+		mall  uint64
+		steps int
+	}
+	reg, _ := tool.NewRegistry(probe("t", tool.Parallel, func(ctx context.Context, c tool.Call) (tool.Result, error) {
+		return tool.TextResult("ok"), nil
+	}))
+	mk := func(n int) *side {
+		s := &side{st: memstore.New(memstore.Options{})}
+		_, s.count = seedSession(b, s.st, "base", n)
+		return s
+	}
+	turn := func(a *agent.Agent) {
+		if _, err := a.Send(agent.Message{Content: llm.Text("go")}); err != nil {
+			b.Fatal(err)
+		}
+		if err := a.WhenIdle(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reopen := func(s *side) {
+		if s.a != nil {
+			_ = s.a.Close(context.Background())
+			_ = s.st.Delete(context.Background(), s.a.ID()) // keep the heap at one session
+		}
+		s.fork++
+		cfg := agent.Config{Provider: &instantProvider{}, Model: "scripted:bench", Tools: reg, System: []agent.Section{{Text: "sys"}}, SessionID: fmt.Sprintf("f%d", s.fork)}
+		a, err := agent.Fork(context.Background(), s.st, "base", s.count-1, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range 10 {
+			turn(a)
+		}
+		s.a = a
+	}
+	small, large := mk(100), mk(100_000)
+	const round = 50 // turns per side per round (100 steps)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, s := range []*side{small, large} {
+			if s.steps%500 == 0 {
+				b.StopTimer()
+				reopen(s)
+				b.StartTimer()
+			}
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			t := time.Now()
+			for range round {
+				turn(s.a)
+			}
+			s.ns += time.Since(t)
+			runtime.ReadMemStats(&m1)
+			s.mall += m1.Mallocs - m0.Mallocs
+			s.steps += 2 * round
+		}
+	}
+	b.StopTimer()
+	for _, s := range []*side{small, large} {
+		_ = s.a.Close(context.Background())
+	}
+	per := func(s *side) float64 { return float64(s.ns.Nanoseconds()) / float64(s.steps) }
+	b.ReportMetric(per(small), "ns/step@100")
+	b.ReportMetric(per(large), "ns/step@100k")
+	b.ReportMetric(per(large)/per(small), "time-ratio")
+	b.ReportMetric(float64(small.mall)/float64(small.steps), "allocs/step@100")
+	b.ReportMetric(float64(large.mall)/float64(large.steps), "allocs/step@100k")
+	b.ReportMetric(1e9/per(small), "steps/s@100")
+	b.ReportMetric(1e9/per(large), "steps/s@100k")
 }

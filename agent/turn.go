@@ -20,17 +20,13 @@ func (a *Agent) drive() {
 	defer a.busy.Done()
 	for {
 		var (
-			q      queued
-			src    string
-			act    *activity
-			ctx    context.Context
-			ok     bool
-			closed bool
+			q   queued
+			src string
+			act *activity
+			ctx context.Context
+			ok  bool
 		)
 		a.do(func() {
-			if a.closed {
-				closed = true
-			}
 			if a.startSource != "" && !a.closed {
 				src, a.startSource = a.startSource, ""
 			} else if a.closed || a.parked || len(a.queue) == 0 {
@@ -52,14 +48,13 @@ func (a *Agent) drive() {
 			a.act = act
 			ok = true
 		})
-		_ = closed
 		if !ok {
 			return
 		}
 		if src != "" {
 			a.sessionStart(ctx, src)
 		} else {
-			a.runPrompt(ctx, act, q)
+			a.runPrompt(ctx, q)
 		}
 		a.do(func() {
 			act.cancel(nil)
@@ -97,7 +92,7 @@ func (a *Agent) sessionStart(ctx context.Context, src string) {
 }
 
 // runPrompt admits one prompt and, when allowed, runs its turn.
-func (a *Agent) runPrompt(ctx context.Context, act *activity, q queued) {
+func (a *Agent) runPrompt(ctx context.Context, q queued) {
 	adm, err := run(ctx, a.cfg.Hooks.PromptAdmission, Prompt{Agent: a, Message: q.msg, Steer: q.steer},
 		func(context.Context, Prompt) (Admission, error) { return Admission{}, nil })
 	cancelled := ctx.Err() != nil
@@ -163,7 +158,7 @@ func (a *Agent) runPrompt(ctx context.Context, act *activity, q queued) {
 		a.outbox = slices.Concat(a.outbox[n:], a.outbox[:n])
 		a.drain(turn)
 	})
-	a.runTurn(ctx, act, turn)
+	a.runTurn(ctx, turn)
 }
 
 func countValid(cs []AdditionalContext) int {
@@ -183,7 +178,7 @@ type stepResult struct {
 	fail      *session.Reason // the turn must end with this error
 }
 
-func (a *Agent) runTurn(ctx context.Context, act *activity, turn int) {
+func (a *Agent) runTurn(ctx context.Context, turn int) {
 	var (
 		owed      = true
 		maxTokens bool
@@ -238,7 +233,7 @@ func (a *Agent) runTurn(ctx context.Context, act *activity, turn int) {
 	reason := session.Reason{Kind: session.ReasonCompleted}
 	switch {
 	case ctx.Err() != nil:
-		reason = session.Reason{Kind: session.ReasonAborted, Cause: causeOf(ctx, act)}
+		reason = session.Reason{Kind: session.ReasonAborted, Cause: causeOf(ctx)}
 	case fail != nil:
 		reason = *fail
 	case maxTokens:
@@ -268,7 +263,7 @@ func (a *Agent) runTurn(ctx context.Context, act *activity, turn int) {
 	a.do(func() { a.emit(Live{Type: LiveSettled, Turn: turn, TurnReason: reason}) })
 }
 
-func causeOf(ctx context.Context, act *activity) string {
+func causeOf(ctx context.Context) string {
 	var ec errCancel
 	if errors.As(context.Cause(ctx), &ec) {
 		return ec.cause
