@@ -13,7 +13,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -89,21 +88,14 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq[llm.Ev
 			yield(llm.Event{Type: llm.EventError, Err: &llm.Error{Code: llm.CodeInvalidRequest, Message: err.Error()}})
 			return
 		}
-		hreq, err := http.NewRequest(http.MethodPost, p.cfg.BaseURL+"/v1/messages", bytes.NewReader(body))
-		if err != nil {
-			yield(llm.Event{Type: llm.EventError, Err: &llm.Error{Code: llm.CodeInvalidRequest, Message: err.Error()}})
-			return
-		}
-		hreq.Header.Set("Content-Type", "application/json")
-		hreq.Header.Set("Accept", "text/event-stream")
-		hreq.Header.Set("Anthropic-Version", Version)
+		h := map[string]string{"Anthropic-Version": Version}
 		if p.cfg.APIKey != "" {
-			hreq.Header.Set("X-Api-Key", p.cfg.APIKey)
+			h["X-Api-Key"] = p.cfg.APIKey
 		}
 		for k, v := range p.cfg.Headers {
-			hreq.Header.Set(k, v)
+			h[k] = v
 		}
-		s, e := sse.Open(ctx, p.cfg.HTTPClient, hreq, p.cfg.IdleTimeout)
+		s, e := sse.Post(ctx, p.cfg.HTTPClient, p.cfg.BaseURL+"/v1/messages", body, h, p.cfg.IdleTimeout)
 		if e != nil {
 			yield(llm.Event{Type: llm.EventError, Err: e})
 			return

@@ -13,7 +13,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,20 +86,14 @@ func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq[llm.Ev
 			yield(llm.Event{Type: llm.EventError, Err: &llm.Error{Code: llm.CodeInvalidRequest, Message: err.Error()}})
 			return
 		}
-		hreq, err := http.NewRequest(http.MethodPost, p.cfg.BaseURL+"/chat/completions", bytes.NewReader(body))
-		if err != nil {
-			yield(llm.Event{Type: llm.EventError, Err: &llm.Error{Code: llm.CodeInvalidRequest, Message: err.Error()}})
-			return
-		}
-		hreq.Header.Set("Content-Type", "application/json")
-		hreq.Header.Set("Accept", "text/event-stream")
+		h := map[string]string{}
 		if p.cfg.APIKey != "" {
-			hreq.Header.Set("Authorization", "Bearer "+p.cfg.APIKey)
+			h["Authorization"] = "Bearer " + p.cfg.APIKey
 		}
 		for k, v := range p.cfg.Headers {
-			hreq.Header.Set(k, v)
+			h[k] = v
 		}
-		s, e := sse.Open(ctx, p.cfg.HTTPClient, hreq, p.cfg.IdleTimeout)
+		s, e := sse.Post(ctx, p.cfg.HTTPClient, p.cfg.BaseURL+"/chat/completions", body, h, p.cfg.IdleTimeout)
 		if e != nil {
 			yield(llm.Event{Type: llm.EventError, Err: e})
 			return

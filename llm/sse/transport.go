@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -109,6 +110,22 @@ func Open(ctx context.Context, client *http.Client, req *http.Request, idle time
 		return nil, HTTPError(resp.StatusCode, data, resp.Header, time.Now())
 	}
 	return &Stream{Reader: NewReader(body), parent: ctx, cancel: cancel, wd: wd, body: body, Header: resp.Header}, nil
+}
+
+// Post sends body as a JSON POST to url asking for an event stream, with
+// the extra headers (an API key, a version), and opens its stream as Open
+// does. A request that cannot be built is an invalid-request error.
+func Post(ctx context.Context, client *http.Client, url string, body []byte, headers map[string]string, idle time.Duration) (*Stream, *llm.Error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &llm.Error{Code: llm.CodeInvalidRequest, Message: err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return Open(ctx, client, req, idle)
 }
 
 // Close releases the response and disarms the watchdog. It is idempotent.
