@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/reinhq/rein/agent"
@@ -15,6 +16,7 @@ import (
 	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/llm/catalog"
+	"github.com/reinhq/rein/llm/retry"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/jsonl"
 	"github.com/reinhq/rein/tool"
@@ -136,6 +138,16 @@ func (a *app) hooks(dir string, st *jsonl.Store) (agent.Hooks, error) {
 	}
 	hs := hc.Hooks(rt)
 	hs.ToolPre = append(hs.ToolPre, guardHook(p, a.approver()))
+	// Transient model failures (rate limits, overload, network) are retried
+	// inside the step with backoff that honours Retry-After.
+	policy := retry.Default()
+	hs.RequestError = append(hs.RequestError, agent.RetryWith(func(attempt int, e *llm.Error) (time.Duration, bool) {
+		wait, ok := policy.Next(attempt, e)
+		if ok {
+			a.log.Info("model request failed; retrying", "code", e.Code, "attempt", attempt, "wait", wait)
+		}
+		return wait, ok
+	}))
 	if hc.Len(hook.PreCompact) > 0 {
 		hs.PreCompact = append(hs.PreCompact, preCompactHook(hc, rt))
 	}
