@@ -131,6 +131,38 @@ func BenchmarkLoad(b *testing.B) {
 	}
 }
 
+// BenchmarkLoadProfile runs Load alone, b.N times, for CPU profiles:
+//
+//	go test -run '^$' -bench LoadProfile -benchtime=20x -cpuprofile cpu.out ./bench/
+func BenchmarkLoadProfile(b *testing.B) {
+	s, path := big(b)
+	lineScan(path) // warm the page cache
+	for b.Loop() {
+		loadReady(s)
+	}
+}
+
+// BenchmarkAppendLines parses the big session from memory (no reading):
+// session.(*Log).AppendLines alone.
+func BenchmarkAppendLines(b *testing.B) {
+	_, path := big(b)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nl := strings.IndexByte(string(data[:4096]), '\n')
+	var h session.Header
+	if err := h.UnmarshalJSON(data[:nl]); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		l := session.NewLog(h)
+		if err := l.AppendLines(data[nl+1:]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkLoadVsNode: Node's JSON.parse over every line of the same file
 // (the parser of rein's TypeScript peer) vs Load. Target: >= 4.
 func BenchmarkLoadVsNode(b *testing.B) {
