@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 
 // testOnly lists packages that tests (not the package itself) may import on
 // top of the rules, e.g. in-memory stores and the scripted model.
-var testOnly = []string{"store", "store/memstore", "llm/scripted", "llm/scripted/scriptedtest", "store/storetest", "store/jsonl", "llm/mock", "llm/openai", "llm/anthropic", "llm/retry", "tool/builtin", "guard", "hook"}
+var testOnly = []string{"bench", "store", "store/memstore", "llm/scripted", "llm/scripted/scriptedtest", "store/storetest", "store/jsonl", "llm/mock", "llm/openai", "llm/anthropic", "llm/retry", "tool/builtin", "guard", "hook"}
 
 func rule(pkg string) ([]string, bool) {
 	if r, ok := allowed[pkg]; ok {
