@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/reinhq/rein/llm/scripted"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/jsonl"
 	"github.com/reinhq/rein/store/memstore"
 	"github.com/reinhq/rein/tool"
 )
@@ -554,4 +556,77 @@ func findType(evs []session.Event, t session.Type) []session.Event {
 		}
 	}
 	return out
+}
+
+func TestScenario22TornTailAfterOutOfTurnContext(t *testing.T) {
+	st, err := jsonl.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, []scripted.Call{scripted.Answer("a1")}, withStore(st))
+	h.send("P")
+	h.idle()
+	h.inject("ci", "A")
+	if err := h.a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The process dies while writing the next line.
+	f, err := os.OpenFile(st.Path("s1"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"seq":9,"type":"user/message","time":"2026-11-30T10:00:00.0`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	ld, err := st.Load(context.Background(), "s1", store.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ld.TornBytes == 0 || len(ld.Repair) != 0 {
+		t.Errorf("torn %d bytes, repair %v; want the torn line dropped and no closers", ld.TornBytes, types(ld.Repair))
+	}
+	b, err := agent.Resume(context.Background(), st, "s1", h.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.attach(b)
+	evs := h.events()
+	expectTypes(t, evs[len(evs)-2:], "turn/end{completed}", "c:A")
+	h.golden("22-torn-tail-after-out-of-turn-context")
+}
+
+func TestScenario23ForkInsideOpenTurnIsRejected(t *testing.T) {
+	st, err := jsonl.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	h := newHarness(t, []scripted.Call{{Hang: true, BeforeChunk: func(ctx context.Context, i int) { close(started) }}}, withStore(st))
+	h.inject("ci", "A")
+	h.send("P")
+	<-started
+	cfg := h.cfg
+	cfg.SessionID = "child"
+	if _, err := agent.Fork(context.Background(), st, "s1", 2, cfg); !errors.Is(err, session.ErrOpenTurn) {
+		t.Errorf("fork inside the open turn: %v, want ErrOpenTurn", err)
+	}
+	infos, err := st.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range infos {
+		if in.ID == "child" {
+			t.Error("a refused fork left a child session behind")
+		}
+	}
+	// At the out-of-turn message it is allowed.
+	child, err := agent.Fork(context.Background(), st, "s1", 0, cfg)
+	if err != nil {
+		t.Fatalf("fork at the out-of-turn message: %v", err)
+	}
+	_ = child.Close(context.Background())
+	h.a.Cancel(session.CauseUser, agent.CancelOptions{})
+	h.idle()
+	h.golden("23-fork-inside-open-turn-is-rejected")
 }
