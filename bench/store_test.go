@@ -356,15 +356,21 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 // a raw copy+fsync of the same bytes, and vs creating an empty durable
 // session (the limit of a fork by reference). Resuming the child vs
 // resuming the parent. Targets: fork/copy <= 1.5; child/parent <= 1.2.
+//
+// Fork reads the parent's fork index sidecar (big.idx); resuming the parent
+// once first writes it when the cached session predates it. fork-noidx-ms
+// is the fallback without the sidecar (a prefix scan of the parent).
 func BenchmarkFork(b *testing.B) {
 	s, path := big(b)
+	resume(s, BigID)
 	ld := loadReady(s)
 	at := ld.Log.Len() - 1
 	ld = nil
+	idx := strings.TrimSuffix(path, ".jsonl") + ".idx"
 	for b.Loop() {
 		dir := filepath.Join(s.Root(), "sessions")
 		// The fastest of three rounds of each, interleaved.
-		var rawD, forkD, createD time.Duration
+		var rawD, forkD, noIdxD, createD time.Duration
 		keep := func(d *time.Duration, v time.Duration) {
 			if *d == 0 || v < *d {
 				*d = v
@@ -386,6 +392,20 @@ func BenchmarkFork(b *testing.B) {
 			}
 			keep(&forkD, time.Since(t0))
 
+			nid := fmt.Sprintf("noidx%d", i)
+			s.Delete(bg, nid)
+			if err := os.Rename(idx, idx+".off"); err != nil {
+				b.Fatal(err)
+			}
+			t0 = time.Now()
+			_, err := s.Fork(bg, BigID, at, session.Header{ID: nid})
+			keep(&noIdxD, time.Since(t0))
+			os.Rename(idx+".off", idx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s.Delete(bg, nid)
+
 			eid := fmt.Sprintf("empty%d", i)
 			s.Delete(bg, eid)
 			t0 = time.Now()
@@ -402,6 +422,8 @@ func BenchmarkFork(b *testing.B) {
 			s.Delete(bg, fmt.Sprintf("child%d", i))
 		}
 		b.ReportMetric(ms(forkD), "fork-ms")
+		b.ReportMetric(ms(noIdxD), "fork-noidx-ms")
+		b.ReportMetric(float64(noIdxD)/float64(rawD), "fork-noidx/rawcopy")
 		b.ReportMetric(ms(rawD), "rawcopy-ms")
 		b.ReportMetric(ms(createD), "create-ms")
 		b.ReportMetric(ms(parent), "resume-parent-ms")
@@ -491,7 +513,7 @@ func listStore(b *testing.B, bigStore *jsonl.Store, nBig int) *jsonl.Store {
 			if _, err := bigStore.Fork(bg, BigID, int64(len(evs)-1), session.Header{ID: id}); err != nil {
 				b.Fatal(err)
 			}
-			for _, ext := range []string{".jsonl", ".meta"} {
+			for _, ext := range []string{".jsonl", ".meta", ".idx"} {
 				if err := os.Rename(bigStore.Path(id)[:len(bigStore.Path(id))-6]+ext, filepath.Join(root, "sessions", id+ext)); err != nil {
 					b.Fatal(err)
 				}

@@ -369,13 +369,17 @@ func (c *Checker) checkAssistant(l *vlist, d *AssistantMessage) {
 		seen[tc.ID] = true
 	}
 	prev := int64(-1)
+	j := 0 // both ascending: one merge pass, not a search per seq
 	for _, s := range d.ChunkSeqs {
 		if s <= prev {
 			l.add(RuleChunkSeqs, "chunkSeqs not ascending at %d", s)
 			return
 		}
 		prev = s
-		if _, ok := slices.BinarySearch(c.stepChunks, s); !ok {
+		for j < len(c.stepChunks) && c.stepChunks[j] < s {
+			j++
+		}
+		if j == len(c.stepChunks) || c.stepChunks[j] != s {
 			l.add(RuleChunkSeqs, "chunkSeqs cites %d, not a chunk of this step", s)
 			return
 		}

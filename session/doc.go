@@ -4,7 +4,8 @@
 // log to model messages (with compaction's surface replace), crash repair
 // (Repair) and the fork rule (ForkPoint).
 //
-// Nothing here does I/O or starts goroutines; a Log is not safe for
+// Nothing here does I/O, and only Log.AppendLines starts goroutines (its
+// parsing workers, which end before it returns); a Log is not safe for
 // concurrent use (the agent's owner goroutine holds it). The package imports
 // only llm (for the message vocabulary) and must not import store, agent or
 // anything above them.

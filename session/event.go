@@ -42,46 +42,57 @@ var Types = []Type{
 }
 
 // Known reports whether t is a type this version of rein understands.
-func (t Type) Known() bool { return internType(string(t)) != "" }
+func (t Type) Known() bool { return typeIdx(string(t)) >= 0 }
 
 // internType returns the canonical constant for s without allocating, or ""
 // when s is not a known type.
 func internType(s string) Type {
-	switch s {
-	case "turn/start":
-		return TypeTurnStart
-	case "turn/end":
-		return TypeTurnEnd
-	case "step/start":
-		return TypeStepStart
-	case "step/end":
-		return TypeStepEnd
-	case "user/message":
-		return TypeUserMessage
-	case "steering/message":
-		return TypeSteeringMessage
-	case "request/header":
-		return TypeRequestHeader
-	case "assistant/chunk":
-		return TypeAssistantChunk
-	case "assistant/message":
-		return TypeAssistantMessage
-	case "tool/call":
-		return TypeToolCall
-	case "tool/approval":
-		return TypeToolApproval
-	case "tool/result":
-		return TypeToolResult
-	case "hook/result":
-		return TypeHookResult
-	case "compaction/start":
-		return TypeCompactionStart
-	case "compaction/end":
-		return TypeCompactionEnd
-	case "session/title":
-		return TypeSessionTitle
+	if i := typeIdx(s); i >= 0 {
+		return Types[i]
 	}
 	return ""
+}
+
+// typeIdx returns the index of s in Types, or -1: a switch on the length
+// and one byte, then one comparison (a string switch costs a binary search
+// of comparisons, and this runs once per loaded line).
+func typeIdx(s string) int {
+	i := -1
+	switch len(s) {
+	case 8: // turn/end step/end
+		i = pick(s[0] == 't', 1, 3)
+	case 9:
+		i = 9 // tool/call
+	case 10: // turn/start step/start
+		i = pick(s[0] == 't', 0, 2)
+	case 11: // tool/result hook/result
+		i = pick(s[0] == 't', 11, 12)
+	case 12:
+		i = 4 // user/message
+	case 13: // tool/approval session/title
+		i = pick(s[0] == 't', 10, 15)
+	case 14: // request/header compaction/end
+		i = pick(s[0] == 'r', 6, 14)
+	case 15:
+		i = 7 // assistant/chunk
+	case 16: // steering/message compaction/start
+		i = pick(s[0] == 's', 5, 13)
+	case 17:
+		i = 8 // assistant/message
+	default:
+		return -1
+	}
+	if string(Types[i]) != s {
+		return -1
+	}
+	return i
+}
+
+func pick(c bool, a, b int) int {
+	if c {
+		return a
+	}
+	return b
 }
 
 // Source says who produced a message. Kind "user" means a human typed it,
@@ -540,8 +551,10 @@ func parsePrefixOpt(line []byte, validate bool, tc *timeCache) (Event, bool) {
 	if i >= len(line) || line[i] != '"' || i == ts {
 		return Event{}, false
 	}
-	typ := internType(string(line[ts:i]))
-	if typ == "" {
+	var typ Type
+	if k := typeIdx(string(line[ts:i])); k >= 0 {
+		typ = Types[k]
+	} else {
 		typ = Type(line[ts:i])
 	}
 	i++
@@ -553,7 +566,7 @@ func parsePrefixOpt(line []byte, validate bool, tc *timeCache) (Event, bool) {
 	if i+len(TimeLayout)+1 > len(line) || line[i+len(TimeLayout)] != '"' {
 		return Event{}, false
 	}
-	t, ok := tc.parse(line[i : i+len(TimeLayout)])
+	t, ok := tc.time(line[i : i+len(TimeLayout)])
 	if !ok {
 		return Event{}, false
 	}

@@ -1,22 +1,24 @@
 package session
 
 import (
+	"encoding/binary"
 	"time"
-	"unsafe"
 )
 
 // evStore holds a log's events compactly: 24 bytes per event instead of
 // an 80-byte Event, and no pointers, so the garbage collector never scans
-// the index. An event's data lives in a segment: a block of a loaded file
-// (AppendLines registers each block it appends, and the events' data stay
-// where they are) or an arena chunk that appended payloads are copied
-// into. A loaded log thus holds the file's bytes once plus this index.
+// the index (kept in fixed pages of 64 Ki records). An event's data lives
+// in a segment: a block of a loaded file (AppendLines registers each block
+// it appends, and the events' data stay where they are) or an arena chunk
+// that appended payloads are copied into. A loaded log thus holds the
+// file's bytes once plus this index.
 type evStore struct {
-	recs []rec
-	segs [][]byte
-	// cur is 1 + the segment that pushed data is looked for first (the
-	// block being appended), 0 for none.
-	cur int
+	// pages hold the records: every page but the last is full (pageLen
+	// records), so a seq's record is found by shift and mask, and growing
+	// never copies or over-allocates more than one page.
+	pages [][]rec
+	n     int64
+	segs  [][]byte
 	// arena is 1 + the open chunk (a segment) that other data is copied
 	// into, 0 for none; arenaLen is how much of it is used.
 	arena    int
@@ -38,44 +40,75 @@ type rec struct {
 }
 
 const (
+	pageBits = 16
+	pageLen  = 1 << pageBits
+
 	arenaChunk = 64 << 10
 	// Data of at least bigData bytes gets a segment of its own instead of
 	// a copy.
 	bigData = 16 << 10
 )
 
-// useSegment registers seg (data that will not be modified) and makes it
-// the first place push looks for event data.
-func (s *evStore) useSegment(seg []byte) {
-	if len(seg) > 1<<32-1 {
-		s.cur = 0 // too big to address with 32-bit offsets: copy instead
-		return
+func (s *evStore) len() int64 { return s.n }
+
+// add appends a record.
+func (s *evStore) add(r rec) {
+	np := len(s.pages)
+	if np == 0 || len(s.pages[np-1]) == pageLen {
+		// A new page; the first one starts small and doubles, so a short
+		// log holds little.
+		c := pageLen
+		if np == 0 {
+			c = 64
+		}
+		s.pages = append(s.pages, make([]rec, 0, c))
+		np++
 	}
-	s.segs = append(s.segs, seg)
-	s.cur = len(s.segs)
+	pg := s.pages[np-1]
+	if len(pg) == cap(pg) {
+		grown := make([]rec, len(pg), min(2*cap(pg), pageLen))
+		copy(grown, pg)
+		pg = grown
+	}
+	s.pages[np-1] = append(pg, r)
+	s.n++
 }
 
-// endSegment stops looking in the current segment.
-func (s *evStore) endSegment() { s.cur = 0 }
-
-// typeIndex maps each known type to its index in Types.
-var typeIndex = func() map[Type]uint16 {
-	m := make(map[Type]uint16, len(Types))
-	for i, t := range Types {
-		m[t] = uint16(i)
+// addRun appends the records of a parsed run, all in segment seg.
+func (s *evStore) addRun(rs []lineRec, seg uint32) {
+	for len(rs) > 0 {
+		np := len(s.pages)
+		if np == 0 || len(s.pages[np-1]) == cap(s.pages[np-1]) {
+			// Let add open or grow the page.
+			r := rs[0].rec
+			r.seg = seg
+			s.add(r)
+			rs = rs[1:]
+			continue
+		}
+		pg := s.pages[np-1]
+		k := min(len(rs), cap(pg)-len(pg))
+		n := len(pg)
+		pg = pg[:n+k]
+		for i, lr := range rs[:k] {
+			r := &pg[n+i]
+			*r = lr.rec
+			r.seg = seg
+		}
+		s.pages[np-1] = pg
+		s.n += int64(k)
+		rs = rs[k:]
 	}
-	return m
-}()
+}
 
-func (s *evStore) len() int64 { return int64(len(s.recs)) }
+// pushAt is push for an event whose data is at offset off of segment seg.
+func (s *evStore) pushAt(ev Event, seg, off uint32) {
+	s.add(rec{seg: seg, off: off, n: uint32(len(ev.Data)), ign: ev.Ignorable, ms: ev.Time.UnixMilli(), typ: s.typeOf(ev.Type)})
+}
 
-func (s *evStore) grow(n int) {
-	if cap(s.recs)-len(s.recs) < n {
-		// Geometric growth: callers grow once per chunk of input.
-		recs := make([]rec, len(s.recs), max(len(s.recs)+n, 2*cap(s.recs)))
-		copy(recs, s.recs)
-		s.recs = recs
-	}
+// rec returns the record of seq.
+func (s *evStore) rec(seq int64) *rec {
+	return &s.pages[seq>>pageBits][seq&(pageLen-1)]
 }
 
 func (s *evStore) push(ev Event) {
@@ -87,18 +120,11 @@ func (s *evStore) push(ev Event) {
 		r.seg, r.off = s.place(ev.Data)
 	}
 	r.typ = s.typeOf(ev.Type)
-	s.recs = append(s.recs, r)
+	s.add(r)
 }
 
-// place finds or puts d in a segment.
+// place puts a copy of d in a segment.
 func (s *evStore) place(d []byte) (seg, off uint32) {
-	if s.cur > 0 {
-		base := s.segs[s.cur-1]
-		b, p := uintptr(unsafe.Pointer(unsafe.SliceData(base))), uintptr(unsafe.Pointer(unsafe.SliceData(d)))
-		if p >= b && p+uintptr(len(d)) <= b+uintptr(len(base)) {
-			return uint32(s.cur - 1), uint32(p - b)
-		}
-	}
 	if len(d) >= bigData {
 		s.segs = append(s.segs, d)
 		return uint32(len(s.segs) - 1), 0
@@ -125,8 +151,8 @@ func (s *evStore) typeOf(t Type) uint16 {
 }
 
 func (s *evStore) typeIndexOf(t Type) uint16 {
-	if i, ok := typeIndex[t]; ok {
-		return i
+	if i := typeIdx(string(t)); i >= 0 {
+		return uint16(i)
 	}
 	for i := len(Types); i < len(s.types); i++ {
 		if s.types[i] == t {
@@ -141,7 +167,7 @@ func (s *evStore) typeIndexOf(t Type) uint16 {
 }
 
 func (s *evStore) at(seq int64) Event {
-	r := &s.recs[seq]
+	r := s.rec(seq)
 	ev := Event{Seq: seq, Ignorable: r.ign, Time: time.UnixMilli(r.ms).UTC()}
 	if int(r.typ) < len(Types) {
 		ev.Type = Types[r.typ]
@@ -171,28 +197,43 @@ func (s *evStore) slice(from int64) []Event {
 
 // timeCache speeds up parsing the times of consecutive events, which
 // mostly share their date, hour and minute: it keeps the last minute seen
-// and adds seconds and milliseconds to it. A nil cache parses every time
-// in full.
+// (as Unix milliseconds) and adds seconds and milliseconds to it. A nil
+// cache parses every time in full.
 type timeCache struct {
-	minute [17]byte // "2006-01-02T15:04:"
-	base   time.Time
+	// The minute, "2006-01-02T15:04:", as two words and a byte.
+	m0, m1 uint64
+	m2     byte
+	base   int64
 	ok     bool
 }
 
-func (c *timeCache) parse(b []byte) (time.Time, bool) {
-	if c != nil && c.ok && string(b[:17]) == string(c.minute[:]) && b[19] == '.' && b[23] == 'Z' {
+// ms parses a TimeLayout time (b is len(TimeLayout) bytes) to Unix
+// milliseconds.
+func (c *timeCache) ms(b []byte) (int64, bool) {
+	_ = b[23]
+	if c != nil && c.ok && binary.LittleEndian.Uint64(b) == c.m0 && binary.LittleEndian.Uint64(b[8:]) == c.m1 && b[16] == c.m2 && b[19] == '.' && b[23] == 'Z' {
 		s0, s1, m0, m1, m2 := b[17]-'0', b[18]-'0', b[20]-'0', b[21]-'0', b[22]-'0'
 		if s0 <= 5 && s1 <= 9 && m0 <= 9 && m1 <= 9 && m2 <= 9 {
-			sec := int64(s0)*10 + int64(s1)
-			ms := int64(m0)*100 + int64(m1)*10 + int64(m2)
-			return c.base.Add(time.Duration(sec*1e9 + ms*1e6)), true
+			return c.base + (int64(s0)*10+int64(s1))*1000 + int64(m0)*100 + int64(m1)*10 + int64(m2), true
 		}
 	}
 	t, ok := parseTime(b)
 	if ok && c != nil {
-		copy(c.minute[:], b[:17])
-		c.base = t.Truncate(time.Minute)
+		c.m0, c.m1, c.m2 = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:]), b[16]
+		c.base = t.Truncate(time.Minute).UnixMilli()
 		c.ok = true
 	}
-	return t, ok
+	return t.UnixMilli(), ok
+}
+
+// time is ms as a time.Time.
+func (c *timeCache) time(b []byte) (time.Time, bool) {
+	if c == nil {
+		return parseTime(b)
+	}
+	ms, ok := c.ms(b)
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms).UTC(), true
 }

@@ -3,9 +3,12 @@ package session
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // LineError locates the line that stopped AppendLines.
@@ -31,18 +34,27 @@ const blockSize = 256 << 10
 // AppendLines parses JSONL event lines (each ending in '\n'; a final line
 // without one is taken whole) and appends them to l in order, exactly as
 // AppendEvent would. The events' Data alias data, which must not be
-// modified afterwards. It stops at the first line that does not parse or is
+// modified afterwards (nor may the strings of the decoded messages, which
+// alias it too). It stops at the first line that does not parse or is
 // refused, returning a *LineError; the lines before it stay appended.
 //
 // Large inputs are parsed and their payloads decoded on several goroutines
 // (GOMAXPROCS) while the calling goroutine checks and appends in order.
+// Payloads the log keeps only raw (request headers but the last, tool
+// calls) are validated, not decoded; the last request header is decoded
+// before AppendLines returns.
 func (l *Log) AppendLines(data []byte) error {
-	l.events.grow(len(data) / 128)
+	defer l.settleHeader()
 	workers := min(runtime.GOMAXPROCS(0), 8)
+	// Workers' string arenas live on between calls (a loader feeds a file
+	// in pieces), so no call leaves a partly used chunk behind.
+	for len(l.loaders) < workers {
+		l.loaders = append(l.loaders, new(loadDec))
+	}
 	if len(data) < 2*blockSize || workers < 2 {
 		var b lineBlock
 		b.data = data
-		b.parse()
+		b.parse(l.loaders[0])
 		return l.appendBlock(&b, 0)
 	}
 	// Cut the input into blocks at line ends.
@@ -58,22 +70,23 @@ func (l *Log) AppendLines(data []byte) error {
 		off = end
 	}
 	// Workers parse blocks in order, at most window blocks ahead of the
-	// appender, so the transient Events stay bounded.
+	// appender, so the transient records stay bounded.
 	window := 2 * workers
 	tokens := make(chan struct{}, window)
 	for range window {
 		tokens <- struct{}{}
 	}
 	quit := make(chan struct{})
-	// Parsed blocks' buffers go back to the workers through free.
+	// Appended blocks' buffers go back to the workers through free.
 	free := make(chan *lineBlock, window+workers)
 	var next int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for range workers {
+	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			ld := l.loaders[w]
 			for {
 				select {
 				case <-tokens:
@@ -89,10 +102,10 @@ func (l *Log) AppendLines(data []byte) error {
 				}
 				select {
 				case old := <-free:
-					blocks[i].evs, blocks[i].ps = old.evs[:0], old.ps[:0]
+					blocks[i].recs, blocks[i].ps = old.recs[:0], old.ps[:0]
 				default:
 				}
-				blocks[i].parse()
+				blocks[i].parse(ld)
 				close(blocks[i].done)
 			}
 		}()
@@ -107,13 +120,14 @@ func (l *Log) AppendLines(data []byte) error {
 		if err := l.appendBlock(b, line); err != nil {
 			return err
 		}
-		line += len(b.evs)
+		line += len(b.recs)
 		clear(b.ps)
+		clear(b.odd)
 		select {
-		case free <- &lineBlock{evs: b.evs, ps: b.ps}:
+		case free <- &lineBlock{recs: b.recs, ps: b.ps}:
 		default:
 		}
-		b.evs, b.ps = nil, nil
+		b.recs, b.ps, b.odd = nil, nil, nil
 		tokens <- struct{}{}
 	}
 	return nil
@@ -124,83 +138,312 @@ func (l *Log) AppendLines(data []byte) error {
 type lineBlock struct {
 	data []byte // the input up to the block's end
 	base int    // the block's first byte in data
-	evs  []Event
-	ps   []Payload
-	err  error // what stopped parse at line len(evs), if anything
-	eseq int64 // that line's seq, or -1 when its envelope did not parse
+	recs []lineRec
+	ps   []Payload // payloads, recs[i].p-1 for recs[i] (p 0: none)
+	odd  []Event   // events of lines parsed the careful way (see oddType)
+	err  error     // what stopped parse at line len(recs), if anything
+	eseq int64     // that line's seq, or -1 when its envelope did not parse
 	done chan struct{}
 }
 
+// lineRec is one parsed line: the index record plus its seq.
+type lineRec struct {
+	rec         // seg unset; off is relative to the block's start
+	seq   int64 //
+	run   int32 // on the first chunk of a run of run chunks (see appendRun)
+	p     int32 // 1 + the index of the payload in lineBlock.ps, 0 for none
+	flags uint8
+}
+
+const (
+	// oddType marks a record whose event is in lineBlock.odd (at index
+	// off): a line of another field order, an unknown type, or data not
+	// in the block.
+	oddType = 1<<16 - 1
+	// lazyHeader marks a request/header whose payload holds only Turn
+	// and Step (the rest was validated, not decoded).
+	lazyHeader uint8 = 1
+	chunkType        = 7 // index of TypeAssistantChunk in Types
+)
+
 // parse parses the block's lines and decodes their payloads, stopping at
 // the first bad line.
-func (b *lineBlock) parse() {
+func (b *lineBlock) parse(ld *loadDec) {
 	d := b.data[b.base:]
-	if b.evs == nil {
-		n := bytes.Count(d, []byte{'\n'}) + 1
-		b.evs = make([]Event, 0, n)
-		b.ps = make([]Payload, 0, n)
+	if b.recs == nil {
+		n := len(d)/100 + 16
+		b.recs = make([]lineRec, 0, n)
+		b.ps = make([]Payload, 0, n/16)
 	}
 	var tc timeCache
-	for len(d) > 0 {
-		ln := d
-		if j := bytes.IndexByte(d, '\n'); j >= 0 {
-			ln, d = d[:j], d[j+1:]
-		} else {
-			d = nil
-		}
-		// Data that gets decoded is validated by decoding; only the rest
-		// needs parsePrefix's bracket scan.
-		ev, ok := parsePrefixOpt(ln, false, &tc)
-		decode := ok && ev.Type != TypeAssistantChunk && ev.Type.Known()
-		if ok && !decode {
-			if ev.Type == TypeAssistantChunk {
-				ok = chunkDataOK(ev.Data)
+	runStart := -1
+	for pos := 0; pos < len(d); {
+		n := len(b.recs)
+		b.recs = append(b.recs, lineRec{})
+		if next := chunkLine(d, pos, &tc, &b.recs[n]); next > 0 {
+			r := &b.recs[n]
+			// Extend the run of chunks: consecutive seqs, times in order.
+			if runStart >= 0 && r.seq == b.recs[n-1].seq+1 && r.ms >= b.recs[n-1].ms {
+				b.recs[runStart].run++
 			} else {
-				ok = objectLen(ev.Data) == len(ev.Data)
+				runStart = n
+				r.run = 1
 			}
+			pos = next
+			continue
 		}
-		var err error
-		if !ok {
-			if ev, err = parseLineSlow(ln); err != nil {
-				b.err, b.eseq = err, -1
-				return
-			}
-			decode = ev.Type != TypeAssistantChunk && ev.Type.Known()
+		b.recs = b.recs[:n]
+		runStart = -1
+		ln := d[pos:]
+		next := len(d)
+		if j := bytes.IndexByte(ln, '\n'); j >= 0 {
+			ln, next = ln[:j], pos+j+1
 		}
-		var p Payload
-		if decode {
-			if p, err = ev.Decode(); err != nil {
-				// Maybe data was not one value (fields after it):
-				// parse the line the careful way.
-				if ev, err = ParseLine(ln); err == nil {
-					p, err = ev.Decode()
-				}
-				if err != nil {
-					b.err, b.eseq = err, ev.Seq
-					return
-				}
-			}
+		if !b.parseLine(pos, ln, &tc, ld) {
+			return
 		}
-		b.evs = append(b.evs, ev)
-		b.ps = append(b.ps, p)
+		pos = next
 	}
+}
+
+// parseLine parses one line that is not a plain chunk (ln, at offset pos
+// of the block), reporting false when it stops the block.
+func (b *lineBlock) parseLine(pos int, ln []byte, tc *timeCache, ld *loadDec) bool {
+	// Data that gets decoded is validated by decoding; only the rest
+	// needs parsePrefix's bracket scan.
+	ev, ok := parsePrefixOpt(ln, false, tc)
+	decode := ok && ev.Type != TypeAssistantChunk && ev.Type.Known()
+	if ok && !decode {
+		if ev.Type == TypeAssistantChunk {
+			ok = chunkDataOK(ev.Data)
+		} else {
+			ok = objectLen(ev.Data) == len(ev.Data)
+		}
+	}
+	var err error
+	careful := !ok
+	if careful {
+		if ev, err = parseLineSlow(ln); err != nil {
+			b.err, b.eseq = err, -1
+			return false
+		}
+		decode = ev.Type != TypeAssistantChunk && ev.Type.Known()
+	}
+	var p Payload
+	var flags uint8
+	if decode {
+		var fast bool
+		if p, fast = decodeWith(ev.Type, ev.Data, ld); fast {
+			if ev.Type == TypeRequestHeader {
+				flags = lazyHeader
+			}
+		} else if p, err = ev.Decode(); err != nil {
+			// Maybe data was not one value (fields after it): parse the
+			// line the careful way.
+			if ev, err = ParseLine(ln); err == nil {
+				careful = true
+				p, err = ev.Decode()
+			}
+			if err != nil {
+				b.err, b.eseq = err, ev.Seq
+				return false
+			}
+		}
+	}
+	r := lineRec{seq: ev.Seq, flags: flags}
+	r.ign = ev.Ignorable
+	k := typeIdx(string(ev.Type))
+	if careful || k < 0 || ev.Time.Nanosecond()%int(time.Millisecond) != 0 || uint64(len(ev.Data)) > math.MaxUint32 {
+		// Keep the whole event (its data may not be in the block, or be
+		// too big for a record; its time may be finer than the index
+		// keeps, which the checker must still see).
+		r.typ, r.off = oddType, uint32(len(b.odd))
+		b.odd = append(b.odd, ev)
+	} else {
+		r.typ = uint16(k)
+		r.ms = ev.Time.UnixMilli()
+		// parsePrefixOpt's data ends just before the line's last byte.
+		r.off, r.n = uint32(pos+len(ln)-1-len(ev.Data)), uint32(len(ev.Data))
+	}
+	if p != nil {
+		b.ps = append(b.ps, p)
+		r.p = int32(len(b.ps))
+	}
+	b.recs = append(b.recs, r)
+	return true
+}
+
+// event returns the event of record i (data in the block).
+func (b *lineBlock) event(i int) Event {
+	r := &b.recs[i]
+	if r.typ == oddType {
+		return b.odd[r.off]
+	}
+	d := b.data[b.base:]
+	return Event{Seq: r.seq, Type: Types[r.typ], Time: time.UnixMilli(r.ms).UTC(), Ignorable: r.ign,
+		Data: d[r.off : r.off+r.n : r.off+r.n]}
+}
+
+// chunkLine parses the line at d[pos:] when it is an assistant/chunk in
+// exactly the shape rein writes,
+//
+//	{"seq":N,"type":"assistant/chunk","time":"…","data":{"turn":N,"step":N,"delta":{"text"|"reasoning":"…"}}}
+//
+// filling in r and returning the offset just past its '\n' (0 when the
+// line is not one). A line it takes, parsePrefixOpt and chunkDataOK take
+// too, with the same result; anything else (an ignorable chunk, a tool
+// call delta, another field order) takes the general path.
+//
+// Comparisons with constant strings of up to 16 bytes compile to a few
+// word loads (longer ones, or ones through a helper, to a call): hence the
+// literals in 16-byte pieces, written out.
+func chunkLine(d []byte, pos int, tc *timeCache, r *lineRec) (next int) {
+	if len(d)-pos < 7 || string(d[pos:pos+7]) != `{"seq":` {
+		return 0
+	}
+	i := pos + 7
+	s := i
+	var seq int64
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		seq = seq*10 + int64(d[i]-'0')
+		i++
+	}
+	// ,"type":"assistant/chunk","time":"2006-01-02T15:04:05.000Z","data":{"turn":
+	const fixed = 34 + len(TimeLayout) + 17
+	if i == s || i-s > 18 || len(d)-i < fixed {
+		return 0
+	}
+	f := d[i : i+fixed]
+	if string(f[:16]) != `,"type":"assista` || string(f[16:32]) != `nt/chunk","time"` || string(f[32:34]) != `:"` ||
+		string(f[58:74]) != `","data":{"turn"` || f[74] != ':' {
+		return 0
+	}
+	ms, ok := tc.ms(f[34:58])
+	if !ok {
+		return 0
+	}
+	ds := i + 67 // data starts at its '{'
+	if i, ok = skipDigits(d, i+fixed); !ok || len(d)-i < 8 || string(d[i:i+8]) != `,"step":` {
+		return 0
+	}
+	if i, ok = skipDigits(d, i+8); !ok || len(d)-i < 11 || string(d[i:i+11]) != `,"delta":{"` {
+		return 0
+	}
+	i += 11
+	switch {
+	case len(d)-i >= 7 && string(d[i:i+7]) == `text":"`:
+		i += 7
+	case len(d)-i >= 12 && string(d[i:i+12]) == `reasoning":"`:
+		i += 12
+	default:
+		return 0
+	}
+	// The string: as chunkDataOK, any byte but an unescaped '"' (and
+	// '\n', which ends the line).
+	for i < len(d) {
+		c := d[i]
+		if c == '"' || c == '\n' {
+			break
+		}
+		if c == '\\' {
+			i++
+			if i < len(d) && d[i] == '\n' {
+				return 0
+			}
+		}
+		i++
+	}
+	if len(d)-i < 4 || string(d[i:i+4]) != `"}}}` {
+		return 0
+	}
+	i += 4
+	switch {
+	case i == len(d):
+		next = i
+	case d[i] == '\n':
+		next = i + 1
+	default:
+		return 0
+	}
+	if uint64(i-1-ds) > math.MaxUint32 {
+		return 0 // too big for the index: kept whole (see parseLine)
+	}
+	r.seq, r.ms, r.typ = seq, ms, chunkType
+	r.off, r.n = uint32(ds), uint32(i-1-ds)
+	return next
 }
 
 // appendBlock appends a parsed block; line is the index of its first line.
 func (l *Log) appendBlock(b *lineBlock, line int) error {
 	// The events' data stay in the block: register it as a segment.
-	l.events.useSegment(b.data[b.base:len(b.data):len(b.data)])
-	defer l.events.endSegment()
-	for i, ev := range b.evs {
-		if err := l.appendDecoded(ev, b.ps[i]); err != nil {
+	seg := -1
+	if d := b.data[b.base:len(b.data):len(b.data)]; uint64(len(d)) <= math.MaxUint32 {
+		seg = len(l.events.segs)
+		l.events.segs = append(l.events.segs, d)
+	}
+	for i := 0; i < len(b.recs); {
+		r := &b.recs[i]
+		if r.run > 0 && seg >= 0 && l.appendRun(b.recs[i:i+int(r.run)], uint32(seg)) {
+			i += int(r.run)
+			continue
+		}
+		ev := b.event(i)
+		at := seg
+		if r.typ == oddType {
+			at = -1 // data elsewhere: copied
+		}
+		var p Payload
+		if r.p > 0 {
+			p = b.ps[r.p-1]
+		}
+		if err := l.appendDecoded(ev, p, r.flags&lazyHeader != 0, at, r.off); err != nil {
 			return &LineError{Line: line + i, End: b.lineEnd(i), Seq: ev.Seq, Err: err}
 		}
+		i++
 	}
 	if b.err != nil {
-		i := len(b.evs)
+		i := len(b.recs)
 		return &LineError{Line: line + i, End: b.lineEnd(i), Seq: b.eseq, Err: b.err}
 	}
 	return nil
+}
+
+// appendRun appends a run of chunks (consecutive seqs, times in order,
+// data in segment seg) at once when the state lets every one of them in:
+// the next seq, no earlier time, inside a step that has no
+// assistant/message yet. That is exactly what Checker.check asks of a
+// chunk (whose payload it does not decode), and the state changes are
+// Checker.apply's and Log.add's. Otherwise it reports false and the chunks
+// take the general path.
+func (l *Log) appendRun(rs []lineRec, seg uint32) bool {
+	c := &l.checker
+	first, last := &rs[0], &rs[len(rs)-1]
+	if first.seq != c.next || !c.turnOpen || !c.stepOpen || c.asstSeen {
+		return false
+	}
+	if time.UnixMilli(first.ms).Before(c.last) {
+		return false
+	}
+	l.events.addRun(rs, seg)
+	n := len(c.kinds)
+	c.kinds = slices.Grow(c.kinds, len(rs))[:n+len(rs)]
+	for i := n; i < len(c.kinds); i++ {
+		c.kinds[i] = kChunk
+	}
+	n = len(c.stepChunks)
+	c.stepChunks = slices.Grow(c.stepChunks, len(rs))[:n+len(rs)]
+	for i := range rs {
+		c.stepChunks[n+i] = first.seq + int64(i)
+	}
+	c.next = last.seq + 1
+	t := time.UnixMilli(last.ms).UTC()
+	if t.After(c.last) {
+		c.last = t
+	}
+	if t.After(l.last) {
+		l.last = t
+	}
+	return true
 }
 
 // lineEnd returns the offset in data just past the block's i-th line.
@@ -217,15 +460,17 @@ func (b *lineBlock) lineEnd(i int) int {
 }
 
 // appendDecoded is AppendEvent for an event whose payload is decoded
-// already (nil for chunks and unknown types).
-func (l *Log) appendDecoded(ev Event, p Payload) error {
+// already (nil for chunks and unknown types); lazy marks a request/header
+// decoded lazily. With seg >= 0 the event's data is at offset off of that
+// segment of the log's store already.
+func (l *Log) appendDecoded(ev Event, p Payload, lazy bool, seg int, off uint32) error {
 	if ev.Seq != l.Len() {
 		return fmt.Errorf("%w: seq %d, want %d", ErrInvariant, ev.Seq, l.Len())
 	}
 	if !ev.Type.Known() && !ev.Ignorable {
 		return fmt.Errorf("%w: %q at seq %d", ErrUnknownType, ev.Type, ev.Seq)
 	}
-	return l.add(ev, p)
+	return l.addP(ev, p, lazy, seg, off)
 }
 
 // chunkDataOK is objectLen(d) == len(d) for assistant/chunk data, with a

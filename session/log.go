@@ -22,6 +22,12 @@ type Log struct {
 	proj    Projection
 	last    time.Time
 	reqHdr  *RequestHeader
+	// hdrLazy says that the last request header, at seq hdrSeq, was
+	// validated but not decoded yet (AppendLines; see settleHeader).
+	hdrLazy bool
+	hdrSeq  int64
+	// loaders are AppendLines' workers' arenas, kept between calls.
+	loaders []*loadDec
 	title   string
 	// ids holds the ids of every user and steering message, so new ids can
 	// be kept unique within the session.
@@ -67,7 +73,23 @@ func (l *Log) Turn() (turn int, open bool) { return l.checker.turn, l.checker.tu
 func (l *Log) Step() (step int, open bool) { return l.checker.step, l.checker.stepOpen }
 
 // RequestHeader returns the last recorded request header, or nil.
-func (l *Log) RequestHeader() *RequestHeader { return l.reqHdr }
+func (l *Log) RequestHeader() *RequestHeader {
+	l.settleHeader()
+	return l.reqHdr
+}
+
+// settleHeader decodes the last request header when AppendLines left it
+// raw. It was validated then, so decoding does not fail.
+func (l *Log) settleHeader() {
+	if !l.hdrLazy {
+		return
+	}
+	l.hdrLazy = false
+	l.reqHdr = nil
+	if p, err := l.Event(l.hdrSeq).Decode(); err == nil {
+		l.reqHdr, _ = p.(*RequestHeader)
+	}
+}
 
 // Messages returns the projection: the model messages derived from the log.
 // The slice is shared with the log; callers must not modify it. It stays
@@ -117,17 +139,29 @@ func (l *Log) AppendEvent(ev Event) error {
 	return l.add(ev, p)
 }
 
-func (l *Log) add(ev Event, p Payload) error {
+func (l *Log) add(ev Event, p Payload) error { return l.addP(ev, p, false, -1, 0) }
+
+// addP is add; lazyHdr marks a request/header payload that holds only Turn
+// and Step (enough for the checker), to be decoded by settleHeader; seg >= 0
+// says the data is in the store already, at offset off of that segment.
+func (l *Log) addP(ev Event, p Payload, lazyHdr bool, seg int, off uint32) error {
 	if vs := l.checker.Add(ev, p); len(vs) > 0 {
 		return &InvariantError{Violations: vs}
 	}
-	l.events.push(ev)
+	if seg >= 0 {
+		l.events.pushAt(ev, uint32(seg), off)
+	} else {
+		l.events.push(ev)
+	}
 	if ev.Time.After(l.last) {
 		l.last = ev.Time
 	}
 	switch d := p.(type) {
 	case *RequestHeader:
-		l.reqHdr = d
+		l.reqHdr, l.hdrLazy, l.hdrSeq = d, lazyHdr, ev.Seq
+		if lazyHdr {
+			l.reqHdr = nil
+		}
 	case *SessionTitle:
 		l.title = d.Title
 	case *UserMessage:

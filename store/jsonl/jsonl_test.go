@@ -515,7 +515,8 @@ func TestUnparsableFinalLine(t *testing.T) {
 }
 
 // TestForkSidecar: a fork child's listing counts only the events up to the
-// fork seq, even when the parse read further into the parent.
+// fork seq, and names the title in force there, whatever the parent holds
+// after it.
 func TestForkSidecar(t *testing.T) {
 	defer func(c int) { segment = c }(segment)
 	for _, seg := range []int{64, 16 << 20} {

@@ -44,8 +44,11 @@ func (s *source) cancel() {
 	s.mu.Unlock()
 }
 
-// segment is the size of a source segment.
-var segment = 16 << 20
+// segment is the size of a source segment; the first is firstSegment,
+// and each next one twice the previous, up to segment.
+var segment = 32 << 20
+
+const firstSegment = 1 << 20
 
 // readSource starts reading f (size bytes, as stat said) in the
 // background. A file that grows meanwhile is read up to size only; one
@@ -57,12 +60,16 @@ func readSource(f *os.File, size int64) *source {
 		var off int64
 		var carry []byte
 		var err error
+		n := 0 // segments made
 		for err == nil {
 			left := size - off
 			if left <= 0 && len(carry) == 0 {
 				break
 			}
-			cur := make([]byte, len(carry), int64(len(carry))+max(0, min(int64(segment), left)))
+			// The first segments are small, so parsing starts early.
+			want := min(segment, firstSegment<<min(n, 16))
+			n++
+			cur := make([]byte, len(carry), int64(len(carry))+max(0, min(int64(want), left)))
 			copy(cur, carry)
 			carry = nil
 			for len(cur) < cap(cur) && err == nil {
@@ -149,33 +156,11 @@ func loadFile(file string, f *os.File, opts store.LoadOptions, repair bool) (*pa
 	return p, nil
 }
 
-// parseUpTo parses src (not repairing) until its log holds event at;
-// whatever follows, even damage, is not looked at beyond the chunk it
-// arrived in. An at beyond the stored events is an error.
-func parseUpTo(file string, h *session.Header, src *source, at int64) (*parsed, error) {
-	p, err := parseSourceLimit(file, h, src, store.LoadOptions{}, false, at)
-	if err != nil {
-		return nil, err
-	}
-	if p.loaded.Log.Len() <= at {
-		return nil, fmt.Errorf("%w: seq %d", errBeyond, at)
-	}
-	return p, nil
-}
-
 // parseSource parses a session file (header line, then events) into a
 // session.Log whose event data aliases the source's segments. With repair
 // set it runs session.Repair on the result.
 func parseSource(file string, h *session.Header, src *source, opts store.LoadOptions, repair bool) (*parsed, error) {
-	return parseSourceLimit(file, h, src, opts, repair, -2)
-}
-
-// errEnough stops parseSourceLimit once the log holds its last wanted event.
-var errEnough = errors.New("enough events")
-
-// parseSourceLimit is parseSource that stops early, successfully, once the
-// log holds event stop (stop >= -1; -2 for no limit).
-func parseSourceLimit(file string, h *session.Header, src *source, opts store.LoadOptions, repair bool, stop int64) (*parsed, error) {
+	defer src.cancel() // no need to read on after an error
 	lineErr := func(line int, err error) error { return &store.LineError{File: file, Line: line, Err: err} }
 	seg, ok := src.next(0)
 	nl := -1
@@ -200,14 +185,8 @@ func parseSourceLimit(file string, h *session.Header, src *source, opts store.Lo
 
 	// feed appends whole lines, skipping bad ones under Salvage.
 	feed := func(body []byte) error {
-		if stop >= -1 && l.Len() > stop {
-			return errEnough
-		}
 		for len(body) > 0 {
 			err := l.AppendLines(body)
-			if stop >= -1 && l.Len() > stop {
-				return errEnough
-			}
 			if err == nil {
 				return nil
 			}
@@ -231,55 +210,47 @@ func parseSourceLimit(file string, h *session.Header, src *source, opts store.Lo
 	}
 
 	// Only at the end can the final line be judged torn, so the last
-	// complete line seen is held back until more lines follow it.
+	// complete line seen is held back until more lines follow it. A
+	// segment's other lines are parsed at once, while the reader reads on.
 	torn := 0
 	run := func() error {
 		var pending []byte
 		body := seg[nl+1:]
 		for i := 1; ; i++ {
-			next, more := src.next(i)
-			if !more {
-				break
-			}
-			if len(body) > 0 {
-				// body ends with '\n' (segments end at line ends).
-				j := bytes.LastIndexByte(body[:len(body)-1], '\n')
+			// body: complete lines (segments end at line ends), then
+			// maybe a partial line if it is the final segment.
+			complete := body[:bytes.LastIndexByte(body, '\n')+1]
+			if len(complete) > 0 {
 				if err := feed(pending); err != nil {
 					return err
 				}
-				if err := feed(body[:j+1]); err != nil {
+				j := bytes.LastIndexByte(complete[:len(complete)-1], '\n')
+				if err := feed(complete[:j+1]); err != nil {
 					return err
 				}
-				pending = body[j+1:]
+				pending = complete[j+1:]
+			}
+			next, more := src.next(i)
+			if !more {
+				// A final line without '\n', or one that does not
+				// parse, is a torn tail: a crash while writing.
+				torn = len(body) - len(complete)
+				if torn == 0 && len(pending) > 0 {
+					if _, err := session.ParseLine(pending[:len(pending)-1]); err != nil {
+						torn = len(pending)
+						pending = nil
+					}
+				}
+				return feed(pending)
+			}
+			if len(complete) < len(body) {
+				// Only the final segment may end inside a line.
+				return fmt.Errorf("%w: segment ends inside a line", store.ErrUnreadable)
 			}
 			body = next
 		}
-		// body is the final segment: complete lines, then maybe a
-		// partial one.
-		complete := body[:bytes.LastIndexByte(body, '\n')+1]
-		tail := len(body) - len(complete)
-		if len(complete) > 0 {
-			if err := feed(pending); err != nil {
-				return err
-			}
-			j := bytes.LastIndexByte(complete[:len(complete)-1], '\n')
-			if err := feed(complete[:j+1]); err != nil {
-				return err
-			}
-			pending = complete[j+1:]
-		}
-		// A final line without '\n', or one that does not parse, is a
-		// torn tail: a crash while writing.
-		torn = tail
-		if tail == 0 && len(pending) > 0 {
-			if _, err := session.ParseLine(pending[:len(pending)-1]); err != nil {
-				torn = len(pending)
-				pending = nil
-			}
-		}
-		return feed(pending)
 	}
-	if err := run(); err != nil && err != errEnough {
+	if err := run(); err != nil {
 		return nil, err
 	}
 	ld.TornBytes = torn

@@ -1,6 +1,7 @@
 package jsonl
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -36,9 +37,10 @@ type writer struct {
 	broken     error // the file could not be restored after a failure
 	committing bool
 	queue      []*req
-	next       int64 // seq the next accepted batch must start at
-	size       int64 // durable size in bytes
-	m          meta  // summary of the durable content
+	next       int64  // seq the next accepted batch must start at
+	size       int64  // durable size in bytes
+	m          meta   // summary of the durable content
+	ix         *index // fork index of the durable content; nil: not kept
 	metaAt     time.Time
 	scratch    []byte
 }
@@ -55,8 +57,8 @@ type req struct {
 	err      error
 }
 
-func (s *Store) newWriter(h session.Header, f *os.File, m meta) *writer {
-	w := &writer{s: s, id: h.ID, hdr: h, osf: f, f: f, next: m.Events, size: m.Size, m: m}
+func (s *Store) newWriter(h session.Header, f *os.File, m meta, x *index) *writer {
+	w := &writer{s: s, id: h.ID, hdr: h, osf: f, f: f, next: m.Events, size: m.Size, m: m, ix: x}
 	if s.wrap != nil {
 		w.f = s.wrap(f)
 	}
@@ -209,6 +211,23 @@ func (w *writer) commit(group []*req) error {
 		return fmt.Errorf("jsonl: append to %s: %w", w.id, err)
 	}
 	w.mu.Lock()
+	if w.ix != nil {
+		end := w.size
+		for _, g := range group {
+			b := g.lines
+			for i := range g.events {
+				n := bytes.IndexByte(b, '\n') + 1
+				end += int64(n)
+				b = b[n:]
+				w.ix.add(g.events[i].Seq, g.events[i].Type, g.events[i].Data, end)
+			}
+		}
+		// New fork points (a turn/end, a between-turn boundary or title)
+		// are written at once; within a turn nothing Fork needs changes.
+		if w.ix.dirty && !w.ix.TurnOpen {
+			w.ix.write(w.s.idxPath(w.id))
+		}
+	}
 	w.size += int64(len(buf))
 	for _, g := range group {
 		w.m.add(g.events)
@@ -222,11 +241,15 @@ func (w *writer) commit(group []*req) error {
 	return nil
 }
 
+// writeMeta writes both sidecars.
 func (w *writer) writeMeta() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.metaAt = time.Now()
 	w.m.write(w.s.metaPath(w.id))
+	if w.ix != nil {
+		w.ix.write(w.s.idxPath(w.id))
+	}
 }
 
 // Close implements store.Writer: it waits for queued batches, writes the
@@ -246,6 +269,9 @@ func (w *writer) Close() error {
 	}
 	if w.broken == nil {
 		w.m.write(w.s.metaPath(w.id))
+		if w.ix != nil {
+			w.ix.write(w.s.idxPath(w.id))
+		}
 	} else if err == nil {
 		err = w.broken
 	}
