@@ -36,6 +36,12 @@ type loadDec struct {
 	arena []byte // the open chunk: only ever appended to
 }
 
+// nextChunk is the size of the chunk after one of size prev: twice it,
+// from 1 KB up to limit.
+func nextChunk(prev, limit int) int {
+	return min(max(2*prev, 1<<10), limit)
+}
+
 const (
 	arenaSize = 64 << 10
 	// Strings over bigStr bytes get an allocation of their own.
@@ -43,9 +49,11 @@ const (
 )
 
 // alloc copies d into the open chunk, opening a new one when it is full.
+// Chunks start small and double up to arenaSize, so a small session does
+// not hold 64 KB per worker (an idle agent must stay small).
 func (a *loadDec) alloc(d []byte) []byte {
 	if cap(a.arena)-len(a.arena) < len(d) {
-		a.arena = make([]byte, 0, max(arenaSize, len(d)))
+		a.arena = make([]byte, 0, max(nextChunk(cap(a.arena), arenaSize), len(d)))
 	}
 	n := len(a.arena)
 	a.arena = append(a.arena, d...)

@@ -130,7 +130,11 @@ func (s *evStore) place(d []byte) (seg, off uint32) {
 		return uint32(len(s.segs) - 1), 0
 	}
 	if s.arena == 0 || s.arenaLen+len(d) > cap(s.segs[s.arena-1]) {
-		s.segs = append(s.segs, make([]byte, 0, arenaChunk))
+		prev := 0
+		if s.arena > 0 {
+			prev = cap(s.segs[s.arena-1])
+		}
+		s.segs = append(s.segs, make([]byte, 0, max(nextChunk(prev, arenaChunk), len(d))))
 		s.arena, s.arenaLen = len(s.segs), 0
 	}
 	a := append(s.segs[s.arena-1][:s.arenaLen], d...)
