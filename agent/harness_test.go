@@ -135,9 +135,17 @@ func (h *harness) checkRequest(req *llm.Request) {
 	if h.a != nil {
 		id = h.a.ID()
 	}
-	ld, err := h.st.Load(context.Background(), id, store.LoadOptions{})
+	checkRequest(h.t.Errorf, h.st, id, req)
+}
+
+// checkRequest reports (through errorf) a request that differs from the
+// projection of the durable log of session id, or from its last
+// request/header: model-visible means logged, and persisted before the
+// model sees it.
+func checkRequest(errorf func(string, ...any), st store.Store, id string, req *llm.Request) {
+	ld, err := st.Load(context.Background(), id, store.LoadOptions{})
 	if err != nil {
-		h.t.Errorf("request check: load: %v", err)
+		errorf("request check: load: %v", err)
 		return
 	}
 	evs := ld.Log.Events(0)
@@ -146,7 +154,7 @@ func (h *harness) checkRequest(req *llm.Request) {
 	var hdr *session.RequestHeader
 	for _, ev := range evs {
 		if err := fresh.AppendEvent(ev); err != nil {
-			h.t.Errorf("request check: rebuild: %v", err)
+			errorf("request check: rebuild: %v", err)
 			return
 		}
 		if ev.Type == session.TypeRequestHeader {
@@ -155,14 +163,14 @@ func (h *harness) checkRequest(req *llm.Request) {
 	}
 	want := fresh.Messages()
 	if !reflect.DeepEqual(norm(req.Messages), norm(want)) {
-		h.t.Errorf("request messages differ from the durable log's projection:\nrequest: %s\nlog:     %s", js(req.Messages), js(want))
+		errorf("request messages differ from the durable log's projection:\nrequest: %s\nlog:     %s", js(req.Messages), js(want))
 	}
 	if hdr == nil {
-		h.t.Errorf("request dispatched with no request/header in the durable log")
+		errorf("request dispatched with no request/header in the durable log")
 		return
 	}
 	if req.System != hdr.System || !reflect.DeepEqual(norm(req.Tools), norm(hdr.Tools)) || !strings.HasSuffix(hdr.Model, req.Model) || !reflect.DeepEqual(req.Params, hdr.Params) {
-		h.t.Errorf("request header differs from the logged request/header")
+		errorf("request header differs from the logged request/header")
 	}
 }
 

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -81,7 +82,8 @@ func runInterleaving(rt *rapid.T, seed uint64, plans [][]opKind) {
 			return scripted.Reply{Text: []string{"a", "b"}}
 		}})
 	}
-	model := scripted.New(calls...)
+	st := memstore.New(memstore.Options{})
+	model := &checking{inner: scripted.New(calls...), check: func(req *llm.Request) { checkRequest(rt.Errorf, st, "p", req) }}
 	body := func(ctx context.Context, c tool.Call) (tool.Result, error) {
 		if intn(4) == 0 {
 			c.Env.AddContext(llm.Text("tool-ctx " + c.ID))
@@ -100,7 +102,6 @@ func runInterleaving(rt *rapid.T, seed uint64, plans [][]opKind) {
 		}
 		return next(ctx, p)
 	}
-	st := memstore.New(memstore.Options{})
 	a, err := agent.New(context.Background(), agent.Config{
 		Store: st, Provider: model, Model: "scripted:prop", Tools: reg, SessionID: "p",
 		Hooks: agent.Hooks{PromptAdmission: []agent.Hook[agent.Prompt, agent.Admission]{block}},
@@ -225,4 +226,17 @@ func runInterleaving(rt *rapid.T, seed uint64, plans [][]opKind) {
 			rt.Errorf("message %s: turn/steering %d, blocked %d, discarded %d; want exactly one", id, inTurn[id], blocked[id], discarded[id])
 		}
 	}
+}
+
+// checking checks every request against the durable log before the model
+// sees it.
+type checking struct {
+	inner llm.Provider
+	check func(*llm.Request)
+}
+
+func (c *checking) Name() string { return c.inner.Name() }
+func (c *checking) Stream(ctx context.Context, req *llm.Request) iter.Seq[llm.Event] {
+	c.check(req)
+	return c.inner.Stream(ctx, req)
 }
