@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/reinhq/rein/session"
@@ -193,20 +192,9 @@ func (x *index) child(at, end, hdr int64) *index {
 
 // write replaces the sidecar at path like meta.write (no fsync).
 func (x *index) write(path string) {
-	b, err := json.Marshal(x)
-	if err != nil {
-		return
+	if writeSidecar(path, x) {
+		x.dirty = false
 	}
-	dir, name := filepath.Split(path)
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	if os.WriteFile(tmp, b, 0o600) != nil {
-		return
-	}
-	if os.Rename(tmp, path) != nil {
-		os.Remove(tmp)
-		return
-	}
-	x.dirty = false
 }
 
 // readIndex reads the sidecar at path; see parseIndex.
