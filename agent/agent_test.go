@@ -481,3 +481,47 @@ func TestPressureSurvivesResume(t *testing.T) {
 		t.Errorf("%d compactions after resume, want 1", n)
 	}
 }
+
+func TestEventsReadsLongLogsInBatches(t *testing.T) {
+	st := memstore.New(memstore.Options{})
+	_, n := seedSession(t, st, "long", 3000)
+	a, err := agent.Resume(context.Background(), st, "long", agent.Config{Provider: scripted.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	read := func() int64 {
+		next := int64(0)
+		for ev, err := range a.Events(ctx, 0) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Seq != next {
+				t.Fatalf("seq %d, want %d", ev.Seq, next)
+			}
+			next++
+			if next == n {
+				break
+			}
+		}
+		return next
+	}
+	if got := read(); got != n {
+		t.Errorf("read %d events, want %d", got, n)
+	}
+	if err := a.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// After Close the iterator reads the final log and ends by itself.
+	var count int64
+	for _, err := range a.Events(context.Background(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		count++
+	}
+	if count != n {
+		t.Errorf("after close: %d events, want %d", count, n)
+	}
+}

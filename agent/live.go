@@ -166,6 +166,9 @@ func (s *subscriber) run(ctx context.Context, quit <-chan struct{}) {
 	}
 }
 
+// eventBatch bounds how many events Events copies per visit to the owner.
+const eventBatch = 1024
+
 // Events yields the session's events from seq from on: those already in the
 // log, then each new one as it is appended, until ctx ends (the iterator
 // then yields ctx's error once) or the agent is closed and every event has
@@ -176,14 +179,21 @@ func (a *Agent) Events(ctx context.Context, from int64) iter.Seq2[session.Event,
 		for {
 			var evs []session.Event
 			var notify chan struct{}
-			if err := a.exec(func() { evs, notify = a.log.Events(from), a.notify }); err != nil {
+			// Bounded batches: a reader starting at 0 on a long log never
+			// holds the owner for a copy of the whole history.
+			if err := a.exec(func() { evs, notify = a.log.EventRange(from, from+eventBatch), a.notify }); err != nil {
 				// The owner has exited; the log no longer changes.
-				for _, ev := range a.log.Events(from) {
-					if !yield(ev, nil) {
+				for ; ; from += eventBatch {
+					evs := a.log.EventRange(from, from+eventBatch)
+					if len(evs) == 0 {
 						return
 					}
+					for _, ev := range evs {
+						if !yield(ev, nil) {
+							return
+						}
+					}
 				}
-				return
 			}
 			for _, ev := range evs {
 				if !yield(ev, nil) {

@@ -185,14 +185,14 @@ func (s *evStore) at(seq int64) Event {
 }
 
 // slice returns fresh Events for seqs from..len-1.
-func (s *evStore) slice(from int64) []Event {
+func (s *evStore) slice(from, to int64) []Event {
 	if from < 0 {
 		from = 0
 	}
-	if from >= s.len() {
+	if from >= to {
 		return nil
 	}
-	out := make([]Event, s.len()-from)
+	out := make([]Event, to-from)
 	for i := range out {
 		out[i] = s.at(from + int64(i))
 	}

@@ -57,7 +57,11 @@ func (l *Log) Event(seq int64) Event { return l.events.at(seq) }
 // Events returns the events from seq on, in a new slice (the log keeps
 // events compactly; each call costs O(Len()-from)). Their Data must not be
 // modified.
-func (l *Log) Events(from int64) []Event { return l.events.slice(from) }
+func (l *Log) Events(from int64) []Event { return l.events.slice(from, l.Len()) }
+
+// EventRange returns fresh Events for the seqs in [from, to), clipped to
+// the log: a bounded read for readers that follow a long log in batches.
+func (l *Log) EventRange(from, to int64) []Event { return l.events.slice(from, min(to, l.Len())) }
 
 // LastTime returns the time of the last event (zero when empty).
 func (l *Log) LastTime() time.Time { return l.last }
