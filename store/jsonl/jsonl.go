@@ -258,6 +258,14 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 		f.Close()
 		return nil, nil, fmt.Errorf("%w: %s", err, id)
 	}
+	// The lock is on the file we opened; make sure the path still names it
+	// (a Delete, or another program's replace, may have come between).
+	if fi, err := f.Stat(); err == nil {
+		if pfi, perr := os.Stat(s.Path(id)); perr != nil || !os.SameFile(fi, pfi) {
+			f.Close()
+			return nil, nil, fmt.Errorf("%w: %s was removed or replaced while opening; try again", store.ErrNotFound, id)
+		}
+	}
 	p, err := loadFile(s.Path(id), f, store.LoadOptions{}, true)
 	if err != nil {
 		f.Close()
@@ -449,6 +457,11 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 		return session.Header{}, notFound(id, err)
 	}
 	defer pf.Close()
+	// A writer may be mid-commit: make what the page cache holds durable
+	// before it is copied, so a child never outlives bytes its parent could
+	// lose in a power cut. (A commit that then fails and is truncated away
+	// can still reach the child: see the design note.)
+	_ = pf.Sync()
 	st, err := pf.Stat()
 	if err != nil {
 		return session.Header{}, fmt.Errorf("%w: %v", store.ErrUnreadable, err)

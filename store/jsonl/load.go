@@ -236,7 +236,11 @@ func parseSource(file string, h *session.Header, src *source, opts store.LoadOpt
 				// parse, is a torn tail: a crash while writing.
 				torn = len(body) - len(complete)
 				if torn == 0 && len(pending) > 0 {
-					if _, err := session.ParseLine(pending[:len(pending)-1]); err != nil {
+					last := pending[:len(pending)-1]
+					// Only the last commit can be unsynced, so only the
+					// final line can hold a lost page (zeros): a final line
+					// that is not JSON is torn, whatever its prefix says.
+					if _, err := session.ParseLine(last); err != nil || !json.Valid(last) {
 						torn = len(pending)
 						pending = nil
 					}

@@ -28,7 +28,8 @@ type writer struct {
 	s    *Store
 	id   string
 	hdr  session.Header
-	osf  *os.File // holds the flock
+	osf  *os.File    // holds the flock
+	fi   os.FileInfo // osf's identity, to notice the path being replaced
 	f    file
 	stop sync.Once
 
@@ -59,6 +60,7 @@ type req struct {
 
 func (s *Store) newWriter(h session.Header, f *os.File, m meta, x *index) *writer {
 	w := &writer{s: s, id: h.ID, hdr: h, osf: f, f: f, next: m.Events, size: m.Size, m: m, ix: x}
+	w.fi, _ = f.Stat()
 	if s.wrap != nil {
 		w.f = s.wrap(f)
 	}
@@ -95,6 +97,9 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 		if i > 0 && batch[i].Seq != batch[i-1].Seq+1 {
 			return fmt.Errorf("%w: batch seq %d follows %d", store.ErrSeq, batch[i].Seq, batch[i-1].Seq)
 		}
+		if err := oneLine(batch[i]); err != nil {
+			return err
+		}
 		lines = batch[i].AppendLine(lines)
 	}
 	if cap(lines) <= 1<<20 {
@@ -116,6 +121,22 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 	}
 	w.next += int64(len(batch))
 	return w.enqueue(r)
+}
+
+// oneLine refuses an event whose line would not read back as one event:
+// data with a newline (valid JSON may hold one between tokens; json.Marshal
+// output never does) or a type with quotes, backslashes or control bytes.
+// Acknowledging it would leave a file that Load refuses.
+func oneLine(ev session.Event) error {
+	if bytes.IndexByte(ev.Data, '\n') >= 0 {
+		return fmt.Errorf("%w: seq %d: data holds a newline; encode it compactly", session.ErrCorrupt, ev.Seq)
+	}
+	for i := 0; i < len(ev.Type); i++ {
+		if c := ev.Type[i]; c < 0x20 || c == '"' || c == '\\' || c == 0x7f {
+			return fmt.Errorf("%w: seq %d: type %q is not a plain name", session.ErrCorrupt, ev.Seq, ev.Type)
+		}
+	}
+	return nil
 }
 
 // Flush implements store.Writer.
@@ -201,6 +222,9 @@ func (w *writer) commit(group []*req) error {
 	if err == nil {
 		err = w.f.Sync()
 	}
+	if err == nil {
+		err = w.stillOurs()
+	}
 	if err != nil {
 		// Leave nothing of the group behind.
 		if terr := w.f.Truncate(w.size); terr != nil {
@@ -239,6 +263,26 @@ func (w *writer) commit(group []*req) error {
 	}
 	w.mu.Unlock()
 	return nil
+}
+
+// stillOurs reports an error when the session's path no longer names the
+// file this writer holds (another program deleted it or replaced it, e.g.
+// by rename): what was just written went to a file nobody will read, so
+// the batch must not be acknowledged, and the lock no longer keeps other
+// writers out.
+func (w *writer) stillOurs() error {
+	if w.fi == nil {
+		return nil
+	}
+	fi, err := os.Stat(w.s.Path(w.id))
+	if err == nil && os.SameFile(fi, w.fi) {
+		return nil
+	}
+	err = fmt.Errorf("jsonl: session %s: its file was removed or replaced by another program", w.id)
+	w.mu.Lock()
+	w.broken = err
+	w.mu.Unlock()
+	return err
 }
 
 // writeMeta writes both sidecars.

@@ -1,0 +1,93 @@
+package jsonl
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
+)
+
+// A file another program replaces (rename over it, as editors and sed -i
+// do) must not take acknowledged appends into the orphaned file: the
+// writer notices at its next commit and fails the batch.
+func TestReplacedFileFailsAppend(t *testing.T) {
+	s := newStore(t)
+	h := session.Header{ID: "x"}
+	w, err := s.Create(bg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	l := session.NewLog(h)
+	if err := w.Append(bg, []session.Event{event(t, l, ctxMsg(0))}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(s.Path("x"))
+	if err := os.WriteFile(s.Path("x")+".new", b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(s.Path("x")+".new", s.Path("x")); err != nil {
+		t.Fatal(err)
+	}
+	err = w.Append(bg, []session.Event{event(t, l, ctxMsg(1))})
+	if err == nil || !strings.Contains(err.Error(), "replaced") {
+		t.Fatalf("append to a replaced file: %v, want a failure", err)
+	}
+}
+
+// A final line whose prefix parses but which is not JSON (a lost page of
+// the last, unsynced commit reads back as zeros) is a torn tail.
+func TestFinalLineNotJSONIsTorn(t *testing.T) {
+	s := newStore(t)
+	h := session.Header{ID: "z"}
+	w, err := s.Create(bg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := session.NewLog(h)
+	if err := w.Append(bg, []session.Event{event(t, l, ctxMsg(0))}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	ln := event(t, l, ctxMsg(1)).AppendLine(nil)
+	i := strings.Index(string(ln), "context 1")
+	copy(ln[i:], make([]byte, 9))
+	f, _ := os.OpenFile(s.Path("z"), os.O_WRONLY|os.O_APPEND, 0)
+	f.Write(ln)
+	f.Close()
+	ld, err := s.Load(bg, "z", store.LoadOptions{})
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if ld.Log.Len() != 1 || ld.TornBytes != len(ln) {
+		t.Errorf("loaded %d events, torn %d; want 1 and %d", ld.Log.Len(), ld.TornBytes, len(ln))
+	}
+}
+
+// An event whose data holds a newline would split its line: Append refuses
+// it instead of acknowledging a file Load cannot read.
+func TestAppendRefusesMultilineData(t *testing.T) {
+	s := newStore(t)
+	h := session.Header{ID: "n"}
+	w, err := s.Create(bg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	l := session.NewLog(h)
+	e0 := event(t, l, ctxMsg(0))
+	bad := session.Event{Seq: 1, Type: session.TypeSessionTitle, Time: e0.Time, Data: []byte("{\"title\":\n\"t\"}")}
+	if err := w.Append(bg, []session.Event{e0, bad}); !errors.Is(err, session.ErrCorrupt) {
+		t.Fatalf("Append of multi-line data: %v, want ErrCorrupt", err)
+	}
+	if err := w.Append(bg, []session.Event{e0}); err != nil {
+		t.Fatalf("a refused batch must leave the writer usable: %v", err)
+	}
+	weird := session.Event{Seq: 1, Type: `bad"type`, Time: e0.Time, Ignorable: true, Data: []byte(`{}`)}
+	if err := w.Append(bg, []session.Event{weird}); !errors.Is(err, session.ErrCorrupt) {
+		t.Fatalf("Append of a quoted type: %v, want ErrCorrupt", err)
+	}
+}
