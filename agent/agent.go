@@ -93,6 +93,10 @@ type Agent struct {
 	idleWaiters []chan struct{}
 	pendingIDs  map[string]struct{}
 	notify      chan struct{}
+	startCancel context.CancelCauseFunc // the running SessionStart (only Close cancels it)
+	batchOpen   bool                    // a tool batch is running
+	settledCh   chan struct{}           // closed when Close has settled
+	closeErr    error                   // Close's result, set before settledCh closes
 	hdrKey      string
 	lastTokens  int // input+output of the last response (compaction pressure)
 	hdrReason   string
@@ -111,8 +115,9 @@ type staged struct {
 
 // activity is the current admission, turn, or session start.
 type activity struct {
-	cancel context.CancelCauseFunc
-	cause  string
+	cancel    context.CancelCauseFunc
+	cause     string
+	cancelled bool
 }
 
 // errCancel carries a cancel cause through context.Cause.
@@ -193,6 +198,7 @@ func start(cfg Config, w store.Writer, log *session.Log, hdrReason, startSource 
 		status:     Idle,
 		pendingIDs: map[string]struct{}{},
 		notify:     make(chan struct{}),
+		settledCh:  make(chan struct{}),
 		hdrReason:  hdrReason,
 	}
 	u := log.LastUsage()
@@ -356,10 +362,11 @@ func (a *Agent) cancelLocked(cause string, opts CancelOptions) {
 		if a.act.cause == "" {
 			a.act.cause = cause
 		}
+		a.act.cancelled = true
 		a.act.cancel(errCancel{a.act.cause})
 	}
 	if opts.KeepInbox {
-		if a.act != nil {
+		if a.act != nil || len(a.queue) > 0 {
 			a.parked = true
 		}
 		return
@@ -394,7 +401,14 @@ func (a *Agent) discard(msgs []Message) {
 // WhenIdle returns when no admission, turn, waking queued prompt, session
 // start or idle-inject flush remains, or when ctx is done. A failed flush
 // does not make it fail.
+//
+// Called from a hook or tool body with the context it was given, it
+// returns ErrBusy at once: the agent cannot become idle while the caller
+// holds its turn.
 func (a *Agent) WhenIdle(ctx context.Context) error {
+	if ctx.Value(driverKey{}) == a {
+		return ErrBusy
+	}
 	var ch chan struct{}
 	if err := a.exec(func() {
 		if a.quiet() {
@@ -431,9 +445,16 @@ func (a *Agent) checkIdle() {
 // Close disposes the agent: cancel with cause "closed" (queued prompts and
 // staged steering are discarded), wait until the turn, hooks, tools, model
 // streams and idle flushes have settled, flush the log, and release the
-// session. After Close every method returns ErrClosed. If ctx ends first,
+// session. After Close every method returns ErrClosed; a second Close
+// waits for the first to finish and returns ErrClosed. If ctx ends first,
 // Close returns its error and the agent finishes closing in the
 // background.
+//
+// Called from a hook or tool body with the context it was given, Close
+// starts closing and returns nil at once (it cannot wait for the turn that
+// is running it). Subscribers get every live event emitted before Close
+// finished; their goroutines end after delivering them, so a subscriber
+// may call Close too.
 func (a *Agent) Close(ctx context.Context) error {
 	first := false
 	if err := a.exec(func() {
@@ -443,10 +464,18 @@ func (a *Agent) Close(ctx context.Context) error {
 		first = true
 		a.closed = true
 		a.cancelLocked(session.CauseClosed, CancelOptions{})
+		if a.startCancel != nil {
+			a.startCancel(errCancel{session.CauseClosed})
+		}
 	}); err != nil || !first {
+		// Closed before: wait for that Close to settle.
+		select {
+		case <-a.closing():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		return ErrClosed
 	}
-	settled := make(chan error, 1)
 	go func() {
 		a.busy.Wait()
 		var n int64
@@ -455,18 +484,26 @@ func (a *Agent) Close(ctx context.Context) error {
 		if cerr := a.w.Close(); err == nil {
 			err = cerr
 		}
+		a.do(func() { a.emit(Live{Type: LiveClosed, Err: err}) })
 		close(a.quit)
 		<-a.done
 		a.subs.close()
-		settled <- err
+		a.closeErr = err
+		close(a.settledCh)
 	}()
+	if ctx.Value(driverKey{}) == a {
+		return nil
+	}
 	select {
-	case err := <-settled:
-		return err
+	case <-a.settledCh:
+		return a.closeErr
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
+
+// closing returns a channel closed once Close has settled.
+func (a *Agent) closing() <-chan struct{} { return a.settledCh }
 
 // wake starts the driver if it is not running. Owner only.
 func (a *Agent) wake() {
@@ -555,7 +592,14 @@ func (a *Agent) flushFailed(err error) {
 func (a *Agent) drain(turn int) (steered bool) {
 	items := a.outbox
 	a.outbox = nil
+	cancelled := a.act != nil && a.act.cancelled
 	for _, it := range items {
+		if it.steering && cancelled {
+			// Kept (KeepInbox) for the next admitted prompt: an aborted
+			// turn takes no more steering.
+			a.outbox = append(a.outbox, it)
+			continue
+		}
 		if it.steering {
 			ev, err := a.append(&session.SteeringMessage{Turn: turn, ID: it.msg.ID, Content: it.msg.Content, Source: it.msg.Source})
 			if err == nil {

@@ -525,3 +525,28 @@ func TestEventsReadsLongLogsInBatches(t *testing.T) {
 		t.Errorf("after close: %d events, want %d", count, n)
 	}
 }
+
+func TestCompactionInstructionsAreLogged(t *testing.T) {
+	h := newHarness(t, []scripted.Call{
+		scripted.Answer("a1"),
+		scripted.Answer("a2"),
+		{Match: func(r *llm.Request) error {
+			last := llm.PlainText(r.Messages[len(r.Messages)-1].Content)
+			if !strings.HasSuffix(last, "Also: keep file names") {
+				return errorsf("summary request ends %q", last)
+			}
+			return nil
+		}, Reply: scripted.Reply{Text: []string{"S"}}},
+	})
+	h.send("u1")
+	h.idle()
+	h.send("u2")
+	h.idle()
+	if err := h.a.Compact(context.Background(), agent.CompactOptions{Keep: 1, Instructions: "keep file names"}); err != nil {
+		t.Fatal(err)
+	}
+	cs := findType(h.events(), session.TypeCompactionStart)
+	if len(cs) != 1 || cs[0].MustDecode().(*session.CompactionStart).Instructions != "keep file names" {
+		t.Errorf("compaction/start does not record the instructions: %v", cs)
+	}
+}

@@ -82,6 +82,14 @@ func (a *Agent) Compact(ctx context.Context, opts CompactOptions) error {
 		opts.Keep = 4
 	}
 	if ctx.Value(driverKey{}) == a {
+		// From a hook: only between a step's tool batch and the next
+		// request (BeforeStep, RequestError), never inside a batch, whose
+		// results must follow its calls.
+		var busy bool
+		a.do(func() { busy = a.batchOpen })
+		if busy {
+			return ErrBusy
+		}
 		turn, _ := a.turnOf()
 		return a.compact(ctx, turn, opts)
 	}
@@ -145,6 +153,9 @@ func (a *Agent) compact(ctx context.Context, turn int, opts CompactOptions) erro
 	if dec.Block {
 		return fmt.Errorf("agent: compaction blocked by a PreCompact hook: %s", dec.Reason)
 	}
+	// Extra instructions are logged in compaction/start: every byte of the
+	// summary request must be reconstructable from the log.
+	extra := strings.TrimSpace(strings.TrimSpace(opts.Instructions) + "\n" + strings.TrimSpace(dec.Instructions))
 	var (
 		prefix []llm.Message
 		seqs   []int64
@@ -162,7 +173,7 @@ func (a *Agent) compact(ctx context.Context, turn int, opts CompactOptions) erro
 		seqs = a.log.LiveSurface(lo, hi)
 		prefix = msgs[:b]
 		id = a.cfg.NewID("c")
-		_, err = a.append(&session.CompactionStart{Turn: turnPtr(turn), ID: id, Reason: opts.Reason})
+		_, err = a.append(&session.CompactionStart{Turn: turnPtr(turn), ID: id, Reason: opts.Reason, Instructions: extra})
 		upTo = a.log.Len()
 	})
 	if len(seqs) == 0 {
@@ -179,8 +190,8 @@ func (a *Agent) compact(ctx context.Context, turn int, opts CompactOptions) erro
 		return err
 	}
 	instr := CompactionInstruction
-	if s := strings.TrimSpace(opts.Instructions + "\n" + dec.Instructions); s != "" {
-		instr += "\n\nAlso: " + s
+	if extra != "" {
+		instr += "\n\nAlso: " + extra
 	}
 	req := &llm.Request{Model: modelName(a.cfg.Model), System: CompactionSystemPrompt, Params: a.cfg.Params,
 		Messages: append(slices.Clip(prefix), llm.Message{Role: llm.RoleUser, Content: llm.Text(instr)})}
@@ -209,7 +220,11 @@ func (a *Agent) compact(ctx context.Context, turn int, opts CompactOptions) erro
 		_, err = a.append(&session.UserMessage{ID: a.mintID(), Content: llm.Text(SummaryPrefix + text.String()),
 			Source:   session.Source{Kind: session.SourceSystem, Name: "compaction"},
 			Replaces: &session.Replaces{Start: seqs[0], End: seqs[len(seqs)-1], Seqs: seqs}})
-		_, _ = a.append(&session.CompactionEnd{Turn: turnPtr(turn), ID: id, Reason: opts.Reason})
+		end := &session.CompactionEnd{Turn: turnPtr(turn), ID: id, Reason: opts.Reason}
+		if err != nil {
+			end.Error = "summary refused: " + err.Error()
+		}
+		_, _ = a.append(end)
 		a.lastTokens = 0
 		upTo = a.log.Len()
 	})
@@ -229,12 +244,11 @@ func (a *Agent) compact(ctx context.Context, turn int, opts CompactOptions) erro
 	if herr != nil {
 		a.cfg.Logger.Warn("agent: SessionStart(compact) hook failed", "session", a.id, "err", herr)
 	}
+	// They are appended at once, in or between turns: a compaction runs at
+	// a safe boundary (no tool batch open), and they must reach the very
+	// next request, also the retry of a failed one.
 	a.do(func() {
 		def := session.Source{Kind: session.SourceHook, Name: "SessionStart"}
-		if turn > 0 {
-			a.stage(ctxs, def)
-			return
-		}
 		for _, c := range ctxs {
 			if validContent(c.Content) {
 				if c.Source.Kind == "" {
@@ -245,10 +259,8 @@ func (a *Agent) compact(ctx context.Context, turn int, opts CompactOptions) erro
 		}
 		upTo = a.log.Len()
 	})
-	if turn == 0 {
-		if err := a.p.flush(context.Background(), upTo); err != nil {
-			a.do(func() { a.flushFailed(err) })
-		}
+	if err := a.p.flush(context.Background(), upTo); err != nil {
+		a.do(func() { a.flushFailed(err) })
 	}
 	return nil
 }

@@ -223,8 +223,10 @@ func (h *harness) events() []session.Event {
 }
 
 func (h *harness) lives(typ agent.LiveType) []agent.Live {
-	// Live events are delivered asynchronously; give them a moment.
-	deadline := time.Now().Add(200 * time.Millisecond)
+	// Live events are delivered asynchronously: wait until the count of
+	// this type has been stable for a few polls (or a deadline passes).
+	deadline := time.Now().Add(500 * time.Millisecond)
+	last, stable := -1, 0
 	for {
 		h.mu.Lock()
 		var out []agent.Live
@@ -234,7 +236,12 @@ func (h *harness) lives(typ agent.LiveType) []agent.Live {
 			}
 		}
 		h.mu.Unlock()
-		if len(out) > 0 || time.Now().After(deadline) {
+		if len(out) == last {
+			stable++
+		} else {
+			last, stable = len(out), 0
+		}
+		if (len(out) > 0 && stable >= 3) || time.Now().After(deadline) {
 			return out
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"encoding/json"
 	"time"
 
@@ -35,7 +36,18 @@ type Message struct {
 type Hook[In, Out any] func(ctx context.Context, in In, next func(context.Context, In) (Out, error)) (Out, error)
 
 // run runs chain over in, ending with final.
-func run[In, Out any](ctx context.Context, chain []Hook[In, Out], in In, final func(context.Context, In) (Out, error)) (Out, error) {
+// A hook that panics is reported as an error of the chain (the callers
+// treat hook errors as their point says), never as a crash of the agent.
+func run[In, Out any](ctx context.Context, chain []Hook[In, Out], in In, final func(context.Context, In) (Out, error)) (out Out, err error) {
+	if len(chain) == 0 {
+		return final(ctx, in)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			var zero Out
+			out, err = zero, fmt.Errorf("agent: hook panicked: %v", r)
+		}
+	}()
 	var step func(i int) func(context.Context, In) (Out, error)
 	step = func(i int) func(context.Context, In) (Out, error) {
 		if i == len(chain) {

@@ -21,6 +21,9 @@ const (
 	LiveError      LiveType = "agent/error"
 	LiveSettled    LiveType = "agent/settled"
 	LiveFlushError LiveType = "session/flush-error"
+	// LiveClosed is the last event every subscriber receives: Close has
+	// settled (Err holds Close's error, if any).
+	LiveClosed LiveType = "agent/closed"
 )
 
 // Placements of agent/queued.
@@ -41,6 +44,7 @@ const (
 //   - agent/error: Turn, Step, Err
 //   - agent/settled: Turn, TurnReason
 //   - session/flush-error: Seqs, Err
+//   - agent/closed: Err (the last event; nothing follows)
 type Live struct {
 	Type       LiveType
 	Status     Status
@@ -64,12 +68,17 @@ func (a *Agent) Subscribe(ctx context.Context, fn func(Live)) (stop func()) {
 	s := &subscriber{fn: fn, wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	var once sync.Once
 	stop = func() { once.Do(func() { close(s.stop) }) }
-	if err := a.exec(func() { a.subs.add(s) }); err != nil {
+	added := false
+	if err := a.exec(func() {
+		if a.closed {
+			return
+		}
+		a.subs.add(s)
+		added = true
+	}); err != nil || !added {
 		return stop
 	}
-	a.subs.wg.Add(1)
 	go func() {
-		defer a.subs.wg.Done()
 		defer a.do(func() { a.subs.remove(s) })
 		s.run(ctx, a.subs.quit)
 	}()
@@ -86,7 +95,6 @@ func (a *Agent) emit(ev Live) {
 type subscribers struct {
 	list []*subscriber
 	quit chan struct{}
-	wg   sync.WaitGroup
 }
 
 func (ss *subscribers) init() { ss.quit = make(chan struct{}) }
@@ -102,11 +110,10 @@ func (ss *subscribers) remove(s *subscriber) {
 	}
 }
 
-// close ends delivery after the queued events and waits for the
-// subscriber goroutines.
+// close ends delivery after the queued events. It does not wait for the
+// subscriber goroutines: one of them may be the caller of Close.
 func (ss *subscribers) close() {
 	close(ss.quit)
-	ss.wg.Wait()
 }
 
 type subscriber struct {

@@ -114,10 +114,13 @@ func runInterleaving(rt *rapid.T, seed uint64, plans [][]opKind) {
 		blocked   = map[string]int{}
 		discarded = map[string]int{}
 	)
+	closed := make(chan struct{})
 	a.Subscribe(context.Background(), func(l agent.Live) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch l.Type {
+		case agent.LiveClosed:
+			close(closed)
 		case agent.LiveBlocked:
 			blocked[l.Message.ID]++
 		case agent.LiveDiscarded:
@@ -180,6 +183,11 @@ func runInterleaving(rt *rapid.T, seed uint64, plans [][]opKind) {
 	}
 	if err := a.Close(ctx); err != nil {
 		rt.Fatalf("Close: %v", err)
+	}
+	select { // every live event is delivered before agent/closed
+	case <-closed:
+	case <-ctx.Done():
+		rt.Fatalf("no agent/closed")
 	}
 	ld, err := st.Load(context.Background(), "p", store.LoadOptions{})
 	if err != nil {

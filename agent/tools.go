@@ -42,6 +42,8 @@ func (a *Agent) runTools(ctx context.Context, turn, step int, tcs []llm.ToolCall
 		}
 		calls[i] = c
 	}
+	a.do(func() { a.batchOpen = true })
+	defer a.do(func() { a.batchOpen = false })
 	settled := make(chan *call, len(calls))
 	var (
 		inflight   int
@@ -136,6 +138,11 @@ func (a *Agent) start(ctx context.Context, turn, step int, c *call) bool {
 		if dec.Kind == Ask {
 			dec = a.ask(ctx, c, dec)
 		}
+		if ctx.Err() != nil {
+			// Cancelled while the pre-tool chain or a human decided: the
+			// call never started, so it is settled as not-run.
+			return true
+		}
 		switch dec.Kind {
 		case Deny:
 			approval = &session.ToolApproval{Turn: turn, Step: step, CallID: c.ID, Decision: Deny, By: dec.By, Reason: dec.Reason}
@@ -196,7 +203,14 @@ func (a *Agent) ask(ctx context.Context, c *call, dec ToolDecision) ToolDecision
 	if a.cfg.Approver == nil {
 		return ToolDecision{Kind: Deny, By: "no-approver", Reason: "approval required and no approver is available: " + dec.Reason}
 	}
-	ap, err := a.cfg.Approver.Approve(ctx, ApprovalRequest{CallID: c.ID, Name: c.Name, Arguments: c.args, Reason: dec.Reason})
+	ap, err := func() (ap Approval, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("approver panicked: %v", r)
+			}
+		}()
+		return a.cfg.Approver.Approve(ctx, ApprovalRequest{CallID: c.ID, Name: c.Name, Arguments: c.args, Reason: dec.Reason})
+	}()
 	if err != nil {
 		return ToolDecision{Kind: Deny, By: "approver", Reason: "approval failed: " + err.Error()}
 	}

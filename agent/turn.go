@@ -45,7 +45,13 @@ func (a *Agent) drive() {
 			var cancel context.CancelCauseFunc
 			ctx, cancel = context.WithCancelCause(context.WithValue(context.Background(), driverKey{}, a))
 			act = &activity{cancel: cancel}
-			a.act = act
+			if src != "" {
+				// SessionStart is no admission or turn: a Cancel while
+				// idle must not abort it; only Close does.
+				a.startCancel = cancel
+			} else {
+				a.act = act
+			}
 			ok = true
 		})
 		if !ok {
@@ -61,6 +67,7 @@ func (a *Agent) drive() {
 			if a.act == act {
 				a.act = nil
 			}
+			a.startCancel = nil
 		})
 	}
 }
@@ -213,6 +220,13 @@ func (a *Agent) runTurn(ctx context.Context, turn int) {
 				}
 				a.stage(dec.AdditionalContexts, session.Source{Kind: session.SourceHook, Name: "TurnStopping"})
 				steered = a.drain(turn)
+				if !steered && ctx.Err() == nil {
+					// The turn ends here: close the window in this same
+					// step, so a Steer arriving now becomes its own turn
+					// instead of being staged for a turn that will not
+					// look again.
+					a.window = false
+				}
 			})
 			if len(dec.Steer) > 0 {
 				forced++
@@ -290,7 +304,9 @@ func (a *Agent) runStep(ctx context.Context, turn, step int) stepResult {
 		if err := a.compact(ctx, turn, CompactOptions{Reason: session.CompactPressure, Keep: 2}); err != nil && !errors.Is(err, ErrNothingToCompact) {
 			a.cfg.Logger.Warn("agent: compaction under pressure failed; continuing", "session", a.id, "err", err)
 		}
-		a.do(func() { a.drain(turn) }) // SessionStart(compact) contexts
+		if ctx.Err() != nil {
+			return stepResult{}
+		}
 	}
 	opened := false
 	attempt := 0
@@ -326,7 +342,6 @@ func (a *Agent) runStep(ctx context.Context, turn, step int) stepResult {
 		if out.err.Code == llm.CodeContextOverflow && a.cfg.ContextWindow > 0 && !overflowCompacted {
 			overflowCompacted = true
 			if err := a.compact(ctx, turn, CompactOptions{Reason: session.CompactOverflow, Keep: 2}); err == nil {
-				a.do(func() { a.drain(turn) })
 				continue
 			} else {
 				a.cfg.Logger.Warn("agent: compaction after context overflow failed", "session", a.id, "err", err)
@@ -529,10 +544,14 @@ func (a *Agent) finishStep(ctx context.Context, turn, step int, out *streamed) s
 	}
 	var mintErr bool
 	a.do(func() {
+		// Every call needs an id unique in its message: mint one for a
+		// missing or repeated id (the model's text keeps its own).
+		seen := make(map[string]bool, len(calls))
 		for i := range calls {
-			if calls[i].ID == "" {
+			for calls[i].ID == "" || seen[calls[i].ID] {
 				calls[i].ID = a.cfg.NewID("call")
 			}
+			seen[calls[i].ID] = true
 		}
 		_, err := a.append(&session.AssistantMessage{Turn: turn, Step: step, Content: out.content(), ToolCalls: calls,
 			Finish: finish, Usage: out.usage, ChunkSeqs: nonNil(out.chunkSeqs)})

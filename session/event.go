@@ -316,10 +316,14 @@ const (
 )
 
 // CompactionStart opens a compaction; Turn is nil between turns.
+// Instructions, when set, are the extra instructions the summary request
+// carried (from the caller or a PreCompact hook), so that request too is
+// a function of the log.
 type CompactionStart struct {
-	Turn   *int   `json:"turn"`
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
+	Turn         *int   `json:"turn"`
+	ID           string `json:"id"`
+	Reason       string `json:"reason"`
+	Instructions string `json:"instructions,omitempty"`
 }
 
 // CompactionEnd closes the compaction with the same ID.
