@@ -2,8 +2,8 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/reinhq/rein/llm"

@@ -310,3 +310,28 @@ func TestDuplicateToolCallIDsAreReminted(t *testing.T) {
 		t.Errorf("%d results, want 2", n)
 	}
 }
+
+type cancellingApprover struct{ a *atomic.Pointer[agent.Agent] }
+
+func (c cancellingApprover) Approve(ctx context.Context, r agent.ApprovalRequest) (agent.Approval, error) {
+	c.a.Load().Cancel(session.CauseUser, agent.CancelOptions{})
+	<-ctx.Done()
+	return agent.Approval{}, ctx.Err()
+}
+
+// A call whose approval was pending when the turn was cancelled never
+// started: it is not-run, not denied.
+func TestCancelledWhileApprovingIsNotRun(t *testing.T) {
+	var ap atomic.Pointer[agent.Agent]
+	ask := func(ctx context.Context, in agent.ToolCallInfo, next func(context.Context, agent.ToolCallInfo) (agent.ToolDecision, error)) (agent.ToolDecision, error) {
+		return agent.ToolDecision{Kind: agent.Ask, Reason: "writes"}, nil
+	}
+	h := newHarness(t, []scripted.Call{scripted.UseTools(scripted.ToolCall{ID: "k1", Name: "p"})},
+		withTools(probe("p", tool.Exclusive, nil)), withHooks(agent.Hooks{ToolPre: []agent.Hook[agent.ToolCallInfo, agent.ToolDecision]{ask}}),
+		func(x *harness) { x.cfg.Approver = cancellingApprover{&ap} })
+	ap.Store(h.a)
+	h.send("P")
+	h.idle()
+	evs := h.events()
+	expectTypes(t, evs[len(evs)-4:], "tool/call k1", "tool/result k1{not-run}", "step/end", "turn/end{aborted{user}}")
+}

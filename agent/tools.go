@@ -131,17 +131,24 @@ func (a *Agent) start(ctx context.Context, turn, step int, c *call) bool {
 	default:
 		dec, err := run(ctx, a.cfg.Hooks.ToolPre, ToolCallInfo{Agent: a, Turn: turn, Step: step, CallID: c.ID, Name: c.Name, Arguments: c.args, Mode: c.mode},
 			func(context.Context, ToolCallInfo) (ToolDecision, error) { return ToolDecision{Kind: Allow}, nil })
+		// Cancelled while the pre-tool chain or a human was deciding: the
+		// call never started, so it is settled as not-run. An explicit
+		// deny (a hook may deny and cancel the turn) is still recorded.
 		if err != nil {
+			if ctx.Err() != nil {
+				return true
+			}
 			dec = ToolDecision{Kind: Deny, Reason: "the pre-tool check failed: " + err.Error(), By: "hook:error"}
+		}
+		if dec.Kind != Deny && ctx.Err() != nil {
+			return true
 		}
 		c.preCtxs = dec.AdditionalContexts
 		if dec.Kind == Ask {
 			dec = a.ask(ctx, c, dec)
-		}
-		if ctx.Err() != nil {
-			// Cancelled while the pre-tool chain or a human decided: the
-			// call never started, so it is settled as not-run.
-			return true
+			if ctx.Err() != nil {
+				return true
+			}
 		}
 		switch dec.Kind {
 		case Deny:
