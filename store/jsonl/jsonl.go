@@ -19,8 +19,12 @@
 //     one means a prefix scan. The writer rewrites it when a commit leaves
 //     the session between turns with new spans, marks or titles, and on
 //     Close; Open rebuilds it (prefix scan) when it is missing.
-//   - A Writer holds an exclusive flock(2) on the session file, so a second
-//     writer, in this process or another, gets store.ErrLocked.
+//   - A Writer holds an exclusive flock(2) on the session's lock file
+//     .<id>.lock (and on the session file), so a second writer, in this
+//     process or another, gets store.ErrLocked, even if another program
+//     replaced <id>.jsonl meanwhile. Delete removes the lock file while it
+//     holds it; a writer that finds its path no longer naming its file
+//     fails its next commit.
 //
 // Concurrency: a Store is safe for concurrent use; so is a Writer, whose
 // concurrent Appends are committed in groups, one write and one fsync per
@@ -130,6 +134,37 @@ func (s *Store) metaPath(id string) string { return filepath.Join(s.dir, id+".me
 
 func (s *Store) idxPath(id string) string { return filepath.Join(s.dir, id+".idx") }
 
+// lockPath is the session's lock file. Writers lock it, not the session
+// file: another program may replace <id>.jsonl (an editor's rename, a
+// restore), and a lock on the old file would then keep no one out. The
+// lock file is never rewritten; Delete removes it while holding it.
+func (s *Store) lockPath(id string) string { return filepath.Join(s.dir, "."+id+".lock") }
+
+// lockSession takes session id's writer lock: store.ErrLocked when another
+// writer (in any process) holds it. The caller closes the returned file to
+// release it.
+func (s *Store) lockSession(id string) (*os.File, error) {
+	for range 3 {
+		f, err := os.OpenFile(s.lockPath(id), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("%w: lock %s: %v", store.ErrUnreadable, id, err)
+		}
+		if err := lockFile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%w: %s", err, id)
+		}
+		// A Delete may have removed the lock file between our open and
+		// our lock: then we hold a lock nobody else will see. Retry.
+		fi, ferr := f.Stat()
+		pfi, perr := os.Stat(s.lockPath(id))
+		if ferr == nil && perr == nil && os.SameFile(fi, pfi) {
+			return f, nil
+		}
+		f.Close()
+	}
+	return nil, fmt.Errorf("%w: %s: its lock file keeps changing", store.ErrLocked, id)
+}
+
 func checkID(id string) error {
 	if id == "" || strings.ContainsAny(id, "/\\\x00") || strings.HasPrefix(id, ".") || len(id) > 200 {
 		return fmt.Errorf("jsonl: invalid session id %q", id)
@@ -232,12 +267,18 @@ func (s *Store) Create(ctx context.Context, h session.Header) (store.Writer, err
 	if err != nil {
 		return nil, err
 	}
+	lk, err := s.lockSession(h.ID)
+	if err != nil {
+		return nil, err
+	}
 	f, err := s.publish(h.ID, [][]byte{line}, true)
 	if err != nil {
+		lk.Close()
 		return nil, err
 	}
 	m := meta{Size: int64(len(line)), Title: h.Title, Updated: h.CreatedAt}
 	w := s.newWriter(h, f, m, newIndex(int64(len(line))))
+	w.lock = lk
 	w.writeMeta()
 	return w, nil
 }
@@ -250,25 +291,32 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 	if err := checkID(id); err != nil {
 		return nil, nil, err
 	}
-	f, err := os.OpenFile(s.Path(id), os.O_RDWR, 0)
-	if err != nil {
+	if _, err := os.Lstat(s.Path(id)); err != nil {
 		return nil, nil, notFound(id, err)
 	}
+	lk, err := s.lockSession(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.OpenFile(s.Path(id), os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			os.Remove(s.lockPath(id)) // deleted meanwhile: leave no lock file
+		}
+		lk.Close()
+		return nil, nil, notFound(id, err)
+	}
+	// Also lock the file itself, so that a rein from before the lock file
+	// (which locked the session file) is kept out too.
 	if err := lockFile(f); err != nil {
 		f.Close()
+		lk.Close()
 		return nil, nil, fmt.Errorf("%w: %s", err, id)
 	}
-	// The lock is on the file we opened; make sure the path still names it
-	// (a Delete, or another program's replace, may have come between).
-	if fi, err := f.Stat(); err == nil {
-		if pfi, perr := os.Stat(s.Path(id)); perr != nil || !os.SameFile(fi, pfi) {
-			f.Close()
-			return nil, nil, fmt.Errorf("%w: %s was removed or replaced while opening; try again", store.ErrNotFound, id)
-		}
-	}
+	closeAll := func() { f.Close(); lk.Close() }
 	p, err := loadFile(s.Path(id), f, store.LoadOptions{}, true)
 	if err != nil {
-		f.Close()
+		closeAll()
 		return nil, nil, err
 	}
 	l := p.loaded.Log
@@ -279,11 +327,11 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 		// (The fork index describes p.good bytes at most: openIndex.)
 		os.Remove(s.metaPath(id))
 		if err := f.Truncate(p.good); err != nil {
-			f.Close()
+			closeAll()
 			return nil, nil, fmt.Errorf("jsonl: truncate torn tail of %s: %w", id, err)
 		}
 		if err := f.Sync(); err != nil {
-			f.Close()
+			closeAll()
 			return nil, nil, fmt.Errorf("jsonl: sync %s: %w", id, err)
 		}
 	}
@@ -293,6 +341,7 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 		m.Updated = p.header.CreatedAt
 	}
 	w := s.newWriter(p.header, f, m, x)
+	w.lock = lk
 	if len(p.loaded.Repair) > 0 {
 		if err := w.Append(ctx, p.loaded.Repair); err != nil {
 			w.abandon()
@@ -683,8 +732,19 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
+	if _, err := os.Lstat(s.Path(id)); err != nil {
+		return notFound(id, err)
+	}
+	lk, err := s.lockSession(id)
+	if err != nil {
+		return err
+	}
+	defer lk.Close()
 	f, err := os.Open(s.Path(id))
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			os.Remove(s.lockPath(id))
+		}
 		return notFound(id, err)
 	}
 	defer f.Close()
@@ -696,5 +756,8 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := os.Remove(s.Path(id)); err != nil {
 		return notFound(id, err)
 	}
+	// Removed while held: an Open that opened it meanwhile sees the change
+	// and retries on a fresh lock file (lockSession).
+	os.Remove(s.lockPath(id))
 	return syncDir(s.dir)
 }

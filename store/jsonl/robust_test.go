@@ -32,9 +32,49 @@ func TestReplacedFileFailsAppend(t *testing.T) {
 	if err := os.Rename(s.Path("x")+".new", s.Path("x")); err != nil {
 		t.Fatal(err)
 	}
+	// The writer's lock is on the session's lock file, not on the
+	// replaced file: a second writer is still kept out.
+	if _, _, err := s.Open(bg, "x"); !errors.Is(err, store.ErrLocked) {
+		t.Errorf("Open of a replaced session while its writer lives: %v, want ErrLocked", err)
+	}
 	err = w.Append(bg, []session.Event{event(t, l, ctxMsg(1))})
 	if err == nil || !strings.Contains(err.Error(), "replaced") {
 		t.Fatalf("append to a replaced file: %v, want a failure", err)
+	}
+}
+
+// Delete removes the lock file with the session; a new session of the same
+// id locks afresh, and listing never shows lock files.
+func TestLockFileLifecycle(t *testing.T) {
+	s := newStore(t)
+	w, err := s.Create(bg, session.Header{ID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Create(bg, session.Header{ID: "x"}); !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrLocked) {
+		t.Errorf("second Create: %v", err)
+	}
+	if err := s.Delete(bg, "x"); !errors.Is(err, store.ErrLocked) {
+		t.Errorf("Delete while locked: %v, want ErrLocked", err)
+	}
+	w.Close()
+	if err := s.Delete(bg, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.lockPath("x")); !os.IsNotExist(err) {
+		t.Errorf("lock file left after Delete: %v", err)
+	}
+	w, err = s.Create(bg, session.Header{ID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	infos, err := s.List(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 1 || infos[0].ID != "x" {
+		t.Errorf("List: %+v", infos)
 	}
 }
 

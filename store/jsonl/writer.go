@@ -28,7 +28,8 @@ type writer struct {
 	s    *Store
 	id   string
 	hdr  session.Header
-	osf  *os.File    // holds the flock
+	osf  *os.File    // the session file (also flocked)
+	lock *os.File    // the session's lock file, flocked (see Store.lockPath)
 	fi   os.FileInfo // osf's identity, to notice the path being replaced
 	f    file
 	stop sync.Once
@@ -332,5 +333,8 @@ func (w *writer) abandon() {
 		w.closed = true
 		w.mu.Unlock()
 		w.osf.Close()
+		if w.lock != nil {
+			w.lock.Close()
+		}
 	})
 }
