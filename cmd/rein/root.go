@@ -108,6 +108,8 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.Version = version()
+	root.SetVersionTemplate("{{.Version}}\n")
 	f := root.PersistentFlags()
 	f.StringVar(&a.model, "model", "", "model as provider:model, e.g. deepseek:deepseek-chat, or scripted:FILE for the keyless scripted model (default from config: "+config.DefaultModel+")")
 	f.StringVar(&a.cwd, "cwd", "", "working directory of the session (default: the current directory)")
