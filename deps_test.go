@@ -10,7 +10,7 @@ const module = "github.com/reinhq/rein"
 
 // allowed maps a package (or a subtree, written "pkg/...") to the rein
 // packages it may import, as DESIGN.md §2 lays out the floors:
-// llm, session -> tool, store, transcript -> agent, guard -> hook, acp, tui
+// llm, session, sandbox -> tool, store, transcript -> agent, guard -> hook, acp, tui
 // -> cmd/rein. No arrow runs back up. The most specific entry wins.
 var allowed = map[string][]string{
 	"llm":              {},
@@ -23,6 +23,7 @@ var allowed = map[string][]string{
 	"llm/mock":         {"llm", "llm/sse"},
 	"llm/catalog":      {"llm", "llm/openai", "llm/anthropic", "llm/scripted", "llm/retry"},
 	"session":          {"llm"},
+	"sandbox":          {},
 	"store":            {"session", "llm"},
 	"store/...":        {"store", "session", "llm"},
 	"tool":             {"llm"},

@@ -1,0 +1,26 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"syscall"
+)
+
+// Main is the launcher; on this OS there is no sandbox to apply, so it
+// refuses to run anything.
+func Main(args []string, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "rein sandbox: not supported on %s\n", runtime.GOOS)
+	return 126
+}
+
+func (s *Sandbox) probe() Status {
+	return Status{Why: "rein has no OS sandbox for " + runtime.GOOS + " (Landlock is Linux only)"}
+}
+
+func withNetNS(attr *syscall.SysProcAttr) *syscall.SysProcAttr { return attr }
+
+// NoDump does nothing on this OS.
+func NoDump() error { return nil }
