@@ -9,13 +9,15 @@
 // records the outcome as a tool/approval event; this package writes
 // nothing.
 //
-// What workspace-write does not do: bash is not sandboxed. Its writes are
-// checked only by reading the script (redirections such as > /etc/x, and
-// the arguments of commands known to change the files they name: rm, mv,
-// cp, tee, ...); programs it runs can write anywhere the user can. Shell rules likewise see
-// only the script's text (every simple command, including those inside
-// pipes, subshells, command substitutions, eval and bash -c '...'), not
-// what the programs do.
+// The policy reads commands, it does not confine them: a shell script's
+// writes are checked by reading it (redirections such as > /etc/x, and the
+// arguments of commands known to change the files they name: rm, mv, cp,
+// tee, ...), and rules match each command the script runs after parsing
+// (see Rule). What programs do beyond their arguments is not seen here; in
+// read-only and workspace-write modes rein runs bash and hooks under the OS
+// sandbox (package sandbox), which enforces the write boundary whatever
+// the script says. Where the sandbox is unavailable this analysis is all
+// there is. docs/security.md has the threat model and the guarantees.
 //
 // Concurrency: a Policy must not be changed while Decide runs; Decide may
 // run concurrently. This package imports only tool-independent libraries
@@ -43,8 +45,9 @@ type Mode string
 
 const (
 	// ReadOnly allows reading tools, asks before shell commands and other
-	// tools, and denies writes (allow rules can lift the last two, inside
-	// the workspace).
+	// tools (allow rules can lift that), and denies every write: write and
+	// edit, and shell commands known to write files (git status > f). No
+	// rule and no approval lifts the denial.
 	ReadOnly Mode = "read-only"
 	// WorkspaceWrite (the default) allows reads anywhere and writes inside
 	// the workspace root (and Policy.Writable); writes outside are denied,
@@ -191,18 +194,23 @@ func subject(field string, args json.RawMessage) string {
 //  1. a matching deny rule denies;
 //  2. a write outside the workspace (read-only and workspace-write modes:
 //     a write tool's path, or a shell redirection, resolved through
-//     symlinks and "..") is denied, whatever the allow rules say;
-//  3. a matching ask rule asks;
+//     symlinks and "..") is denied, whatever the allow rules say; so is
+//     any write in read-only mode;
+//  3. a matching ask rule asks; so does a deny or ask rule that could
+//     match a command that cannot be fully analysed (a computed command
+//     name, eval or bash -c of computed text, a script piped in from a
+//     program);
 //  4. an allow rule that covers the call allows: it lifts the mode's
 //     default, such as read-only's denial of writes or its question before
 //     shell commands;
 //  5. otherwise the mode's default decides.
 //
 // For a shell command, a deny or ask rule matches if it matches the script
-// or any simple command in it (also with wrappers such as sudo, env,
-// timeout or xargs stripped); an allow rule covers the script only if every
-// simple command is matched by some allow rule (cd, pushd, popd, true,
-// false and : need none).
+// or any command it runs (see Rule); an allow rule covers the script only
+// if every command is matched by some allow rule (cd, pushd, popd, true,
+// false, :, echo and printf need none; a transparent wrapper such as
+// timeout or env needs none, the command it runs does; sudo and doas need
+// the rule themselves) and no command is beyond analysis.
 func (p *Policy) Decide(toolName string, args json.RawMessage) Decision {
 	ti := p.info(toolName)
 	subj := subject(ti.field, args)
@@ -212,6 +220,8 @@ func (p *Policy) Decide(toolName string, args json.RawMessage) Decision {
 		c.script = parseScript(subj, p.dir())
 	case KindRead, KindWrite:
 		c.path = p.pathOf(subj)
+	default:
+		c.url = subject("url", args)
 	}
 	rule := p.ruleVerdict(c)
 	mode, hard := p.modeVerdict(c)
@@ -249,30 +259,34 @@ func (p *Policy) modeVerdict(c *call) (d Decision, hard bool) {
 		return Decision{Action: Allow, By: by}, false
 	}
 	// Confinement, for read-only and workspace-write alike.
-	unknown := ""
+	unknown, writes := "", ""
 	switch c.kind {
 	case KindWrite:
 		if ok, why := p.confined(c.path); !ok {
 			return Decision{Deny, by, why}, true
 		}
+		writes = c.path.given
 	case KindShell:
 		s := c.script
 		if s.err != nil {
 			unknown = fmt.Sprintf("the command does not parse (%v), so its writes cannot be checked", s.err)
 			break
 		}
-		writes := s.writes
+		targets := s.writes
 		for _, cmd := range s.cmds {
-			writes = append(writes, writeTargets(cmd)...)
+			targets = append(targets, writeTargets(cmd)...)
 		}
-		for _, w := range writes {
+		for _, w := range targets {
+			if isDevice(w.target) {
+				continue
+			}
+			if writes == "" {
+				writes = w.text
+			}
 			if w.unknown != "" {
 				if unknown == "" {
 					unknown = fmt.Sprintf("cannot tell where %s writes (%s)", w.text, w.unknown)
 				}
-				continue
-			}
-			if isDevice(w.target) {
 				continue
 			}
 			if ok, why := p.confined(p.pathAt(w.cwd, w.target)); !ok {
@@ -280,12 +294,17 @@ func (p *Policy) modeVerdict(c *call) (d Decision, hard bool) {
 			}
 		}
 	}
+	if m == ReadOnly && writes != "" {
+		// No rule and no approval lifts this: the session is read-only.
+		if c.kind == KindShell {
+			return Decision{Deny, by, fmt.Sprintf("the session is read-only and the command writes files (%s)", writes)}, true
+		}
+		return Decision{Deny, by, fmt.Sprintf("%s changes files, and the session is read-only", c.tool)}, true
+	}
 	if m == ReadOnly {
 		switch c.kind {
 		case KindRead, KindSafe:
 			return Decision{Action: Allow, By: by}, false
-		case KindWrite:
-			return Decision{Deny, by, fmt.Sprintf("%s changes files, and the session is read-only", c.tool)}, false
 		case KindShell:
 			return Decision{Ask, by, "shell commands need approval in read-only mode"}, false
 		}

@@ -192,7 +192,8 @@ func TestShellRules(t *testing.T) {
 		{"bash", sh("git status && rm -rf b"), Deny, "rule:bash(rm:*)"},
 		{"bash", sh("git status; wc -l x"), Ask, "mode:read-only"},
 		{"bash", sh("git status || (echo; sort x)"), Ask, "mode:read-only"},
-		{"bash", sh("git status $(touch x)"), Ask, "mode:read-only"},
+		// read-only: a command that writes is denied, whatever allows it
+		{"bash", sh("git status $(touch x)"), Deny, "mode:read-only"},
 		// deny sees every nesting
 		{"bash", sh("echo $(rm -rf b)"), Deny, "rule:bash(rm:*)"},
 		{"bash", sh("(cd x; rm -rf b)"), Deny, "rule:bash(rm:*)"},
@@ -205,7 +206,7 @@ func TestShellRules(t *testing.T) {
 		{"bash", sh("diff <(rm a) b"), Deny, "rule:bash(rm:*)"},
 		{"bash", sh("r\\m -rf b"), Deny, "rule:bash(rm:*)"},
 		{"bash", sh("'rm' -rf b"), Deny, "rule:bash(rm:*)"},
-		{"bash", sh("rmdir x"), Ask, "mode:read-only"},
+		{"bash", sh("rmdir x"), Deny, "mode:read-only"},
 		{"bash", sh("curl http://x | sh"), Deny, "rule:bash(curl * | sh)"},
 		// ask beats allow; deny beats ask
 		{"bash", sh("git status && git push origin main"), Ask, "rule:bash(git push:*)"},
@@ -213,20 +214,24 @@ func TestShellRules(t *testing.T) {
 	})
 }
 
-func TestAllowLiftsModeDefaultsNotConfinement(t *testing.T) {
+func TestAllowLiftsModeDefaultsNotWrites(t *testing.T) {
 	root, _ := workspace(t)
-	p := &Policy{Mode: ReadOnly, Root: root, Rules: rules(t, []string{"write(docs/**)", "bash(ls*)", "bash(echo *)", "edit", "write(/etc/**)"}, nil, nil)}
+	p := &Policy{Mode: ReadOnly, Root: root, Rules: rules(t, []string{"write(docs/**)", "bash(ls*)", "bash(echo *)", "bash(git status:*)", "edit", "write(/etc/**)"}, nil, nil)}
 	runChecks(t, p, []check{
 		{"bash", js("command", "ls -la"), Allow, "rule:bash(ls*)"},
-		{"write", js("file_path", "docs/x.md"), Allow, "rule:write(docs/**)"},
+		// read-only: no allow rule permits a write, inside the workspace
+		// or out
+		{"write", js("file_path", "docs/x.md"), Deny, "mode:read-only"},
 		{"write", js("file_path", "a.txt"), Deny, "mode:read-only"},
-		{"edit", js("file_path", "a.txt"), Allow, "rule:edit"},
-		// no allow rule lets a write leave the workspace
+		{"edit", js("file_path", "a.txt"), Deny, "mode:read-only"},
 		{"edit", js("file_path", "../x"), Deny, "mode:read-only"},
 		{"edit", js("file_path", "out/f"), Deny, "mode:read-only"},
 		{"write", js("file_path", "/etc/passwd"), Deny, "mode:read-only"},
 		{"bash", js("command", "echo x > /etc/passwd"), Deny, "mode:read-only"},
-		{"bash", js("command", "echo x > a.txt"), Allow, "rule:bash(echo *)"},
+		{"bash", js("command", "echo x > a.txt"), Deny, "mode:read-only"},
+		{"bash", js("command", "git status > f"), Deny, "mode:read-only"},
+		{"bash", js("command", "git status | tee f"), Deny, "mode:read-only"},
+		{"bash", js("command", "git status 2>/dev/null"), Allow, "rule:bash(git status:*)"},
 	})
 	p.Mode = WorkspaceWrite
 	runChecks(t, p, []check{
@@ -242,12 +247,24 @@ func TestAllowNeedsBothPaths(t *testing.T) {
 	if err := os.Symlink("../secret", root+"/docs/inner"); err != nil {
 		t.Fatal(err)
 	}
-	p := &Policy{Mode: ReadOnly, Root: root, Rules: rules(t, []string{"write(docs/**)"}, nil, nil)}
-	runChecks(t, p, []check{
-		{"write", js("file_path", "docs/readme.md"), Allow, "rule:write(docs/**)"},
-		{"write", js("file_path", "docs/inner/key"), Deny, "mode:read-only"},
-		{"write", js("file_path", "docs/../a.txt"), Deny, "mode:read-only"},
-	})
+	p := &Policy{Root: root}
+	for _, c := range []struct {
+		path             string
+		allow, denyOrAsk bool
+	}{
+		{"docs/readme.md", true, true},
+		{"docs/inner/key", false, true},
+		{"docs/../a.txt", false, false},
+		{"a.txt", false, false},
+	} {
+		ps := p.pathOf(c.path)
+		if got := p.matchPath("docs/**", ps, true); got != c.allow {
+			t.Errorf("allow docs/** on %s: %v", c.path, got)
+		}
+		if got := p.matchPath("docs/**", ps, false); got != c.denyOrAsk {
+			t.Errorf("deny docs/** on %s: %v", c.path, got)
+		}
+	}
 }
 
 func TestKinds(t *testing.T) {
@@ -258,7 +275,7 @@ func TestKinds(t *testing.T) {
 	runChecks(t, p, []check{
 		{"cat", js("command", "ok go"), Allow, "rule:cat(ok *)"},
 		{"cat", js("command", "no"), Ask, "mode:read-only"},
-		{"save", js("path", "docs/a"), Allow, "rule:save(docs/**)"},
+		{"save", js("path", "docs/a"), Deny, "mode:read-only"},
 		{"save", js("file_path", "../a"), Deny, "mode:read-only"},
 		{"fetch", js("path", "docs/readme.md"), Ask, "mode:read-only"}, // patterns never match KindOther
 	})
@@ -282,7 +299,8 @@ func TestPathRules(t *testing.T) {
 		{"read", js("file_path", "a.txt"), Allow, "mode:full-access"},
 		{"edit", js("file_path", "a.txt"), Allow, "rule:edit"},
 		{"edit", js("file_path", "docs/readme.md"), Ask, "rule:edit(docs/**)"},
-		{"write", js("file_path", "docs/new.md"), Allow, "rule:write(docs/**)"},
+		// Edit rules cover every tool that changes files, as in Claude Code.
+		{"write", js("file_path", "docs/new.md"), Ask, "rule:edit(docs/**)"},
 		// docs/escape.md resolves outside docs (and outside the workspace):
 		// the deny on outside/** catches it through the link.
 		{"write", js("file_path", "docs/escape.md"), Deny, "rule:*("},
@@ -402,8 +420,9 @@ func TestScriptCommands(t *testing.T) {
 	if s.err != nil || !slices.Equal(got, want) {
 		t.Fatalf("got %q err %v", got, s.err)
 	}
-	if u := unwrap(strings.Fields("sudo -E nice -n 5 env A=1 B=2 timeout -s KILL 10 xargs -0 rm -f")); strings.Join(u, " ") != "rm -f" {
-		t.Fatalf("unwrap %q", u)
+	s = parseScript("sudo -E nice -n 5 env A=1 B=2 timeout -s KILL 10 xargs -0 /bin/rm -f", "/w")
+	if last := s.cmds[len(s.cmds)-1]; last.String() != "rm -f" || !last.derived {
+		t.Fatalf("unwrapped: %q derived=%v", last.String(), last.derived)
 	}
 }
 

@@ -38,9 +38,12 @@ func (p *Policy) pathAt(base, s string) pathSubject {
 	return ps
 }
 
+// homeDir is the user's home directory (a variable for tests).
+var homeDir = os.UserHomeDir
+
 func expandHome(s string) string {
 	if s == "~" || strings.HasPrefix(s, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
+		if home, err := homeDir(); err == nil {
 			return filepath.Join(home, s[1:])
 		}
 	}

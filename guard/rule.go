@@ -12,22 +12,34 @@ import (
 // Rule allows, asks for or denies calls of a tool, optionally only those
 // whose subject matches a pattern.
 //
-// Syntax: "tool" (every call) or "tool(pattern)". The tool name is matched
-// case-insensitively and may be a glob ("*" is every tool), so Claude Code
-// rules such as "Bash(git status:*)" read the same. The pattern depends on
-// the tool's kind:
+// Syntax: Claude Code's. "Tool" (every call) or "Tool(pattern)". The tool
+// name is matched case-insensitively and may be a glob ("*" is every
+// tool); "bash(...)" and "Bash(...)" are the same rule. Two names stand
+// for a kind of tool, as in Claude Code: Read covers every tool that
+// reads files (read, glob, grep, ls), Edit every tool that changes them
+// (edit, write). "mcp__server" and "mcp__server__*" cover every tool of an
+// MCP server, "mcp__server__tool" one. The pattern depends on the kind:
 //
-//   - shell (bash): a command pattern where * matches any text, including
+//   - shell (Bash): a command pattern where * matches any text, including
 //     spaces; a trailing ":*" means "this command, with any arguments"
 //     ("git status:*" matches "git status" and "git status -s", not
-//     "git statusx"). It is matched against each simple command of the
-//     script, words separated by single spaces, quotes removed.
-//   - file tools (read, write, edit, glob, grep, ls): a doublestar glob
-//     ("docs/**", "**/*.go"), relative to the workspace root, or absolute
-//     ("/etc/**", "~/.ssh/**").
-//   - other tools: only "tool" and "tool(*)" mean anything.
+//     "git statusx"). It is matched against each command the script runs,
+//     parsed, not against its text: words separated by single spaces,
+//     quotes and escapes removed, $'...' decoded, the name without its
+//     directory (/bin/rm is rm), and also every command run through a
+//     wrapper (sudo, env, timeout, nice, nohup, xargs, command, exec, ...),
+//     bash -c / sh -c, eval, a script piped or here-documented into a
+//     shell, and find -exec. Options written as one run of single letters
+//     are compared as a set: "rm -rf*" matches rm -fr, rm -r -f, rm -Rf,
+//     rm --recursive --force and rm -rfv (see canonArgs).
+//   - file tools (Read, Edit, ...): a doublestar glob ("docs/**",
+//     "**/*.go"), relative to the workspace root, or absolute ("/etc/**",
+//     "~/.ssh/**").
+//   - WebFetch: "domain:HOST" (HOST may start with "*."), matched against
+//     the host of the call's "url" argument.
+//   - other tools: only "Tool" and "Tool(*)" mean anything.
 //
-// "tool()" and "tool(*)" are the same as "tool".
+// "Tool()" and "Tool(*)" are the same as "Tool".
 type Rule struct {
 	Tool    string
 	Pattern string // "" for every call
@@ -56,10 +68,22 @@ func ParseRule(s string, action Action) (Rule, error) {
 			return Rule{}, fmt.Errorf("%w %q: bad character %q in tool name", ErrBadRule, s, ch)
 		}
 	}
+	if strings.ContainsRune(r.Pattern, 0) {
+		return Rule{}, fmt.Errorf("%w %q: NUL byte in pattern", ErrBadRule, s)
+	}
 	if ti, ok := builtin[strings.ToLower(r.Tool)]; ok && r.Pattern != "" && (ti.kind == KindRead || ti.kind == KindWrite) {
 		if !doublestar.ValidatePattern(filepath.ToSlash(r.Pattern)) {
 			return Rule{}, fmt.Errorf("%w %q: bad path pattern", ErrBadRule, s)
 		}
+	}
+	if strings.EqualFold(r.Tool, "WebFetch") && r.Pattern != "" {
+		host, ok := strings.CutPrefix(r.Pattern, "domain:")
+		if !ok || host == "" || strings.ContainsAny(host, "/: ") || strings.Contains(strings.TrimPrefix(host, "*."), "*") {
+			return Rule{}, fmt.Errorf("%w %q: want WebFetch(domain:HOST), e.g. WebFetch(domain:example.com) or WebFetch(domain:*.example.com)", ErrBadRule, s)
+		}
+	}
+	if strings.HasPrefix(strings.ToLower(r.Tool), "mcp__") && r.Pattern != "" {
+		return Rule{}, fmt.Errorf("%w %q: MCP tool rules take no pattern (write mcp__server__tool)", ErrBadRule, s)
 	}
 	if action < Allow || action > Deny {
 		return Rule{}, fmt.Errorf("%w %q: bad action %d", ErrBadRule, s, action)
@@ -75,11 +99,20 @@ func (r Rule) String() string {
 	return r.Tool + "(" + r.Pattern + ")"
 }
 
-func (r Rule) matchesTool(name string) bool {
-	if strings.EqualFold(r.Tool, name) {
+// matchesTool reports whether the rule is about a call of the tool name
+// of kind k.
+func (r Rule) matchesTool(name string, k Kind) bool {
+	t := strings.ToLower(r.Tool)
+	switch {
+	case strings.EqualFold(r.Tool, name):
 		return true
+	case t == "read" && k == KindRead, t == "edit" && k == KindWrite:
+		return true
+	case strings.HasPrefix(t, "mcp__") && strings.Count(t, "__") == 1 && !strings.ContainsAny(t, "*?["):
+		// mcp__server: every tool of the server.
+		return strings.HasPrefix(strings.ToLower(name), t+"__")
 	}
-	ok, _ := path.Match(strings.ToLower(r.Tool), strings.ToLower(name))
+	ok, _ := path.Match(t, strings.ToLower(name))
 	return ok
 }
 
@@ -89,22 +122,23 @@ type call struct {
 	kind   Kind
 	path   pathSubject
 	script *script
+	url    string // a "url" argument (WebFetch)
 }
 
 // exempt commands need no allow rule for a script to be covered: they only
 // move around or do nothing. Deny and ask rules still see them.
-var exempt = map[string]bool{"cd": true, "pushd": true, "popd": true, "true": true, "false": true, ":": true}
+var exempt = map[string]bool{"cd": true, "pushd": true, "popd": true, "true": true, "false": true, ":": true, "echo": true, "printf": true}
 
 // ruleVerdict applies the rules to c; nil when none decides.
 func (p *Policy) ruleVerdict(c *call) *Decision {
-	var deny, ask, allow *Decision
+	var deny, ask, maybeDeny, maybeAsk, allow *Decision
 	var allowCmd []*Rule // per command of a script, the first allow rule matching it
 	if c.script != nil {
 		allowCmd = make([]*Rule, len(c.script.cmds))
 	}
 	for i := range p.Rules {
 		r := &p.Rules[i]
-		if !r.matchesTool(c.tool) {
+		if !r.matchesTool(c.tool, c.kind) {
 			continue
 		}
 		hit, what := false, ""
@@ -113,7 +147,7 @@ func (p *Policy) ruleVerdict(c *call) *Decision {
 			hit = true
 		case c.script != nil && r.Action == Allow:
 			for j, cmd := range c.script.cmds {
-				if allowCmd[j] == nil && matchCommand(r.Pattern, cmd.String()) {
+				if allowCmd[j] == nil && matchShell(r.Pattern, cmd, true) == matchYes {
 					allowCmd[j] = r
 				}
 			}
@@ -126,14 +160,30 @@ func (p *Policy) ruleVerdict(c *call) *Decision {
 				if hit {
 					break
 				}
-				full := cmd.String()
-				if matchCommand(r.Pattern, full) || matchCommand(r.Pattern, strings.Join(unwrap(cmd.words), " ")) {
-					hit, what = true, full
+				switch matchShell(r.Pattern, cmd, false) {
+				case matchYes:
+					hit, what = true, cmd.String()
+				case matchMaybe:
+					m := &maybeAsk
+					if r.Action == Deny {
+						m = &maybeDeny
+					}
+					if *m == nil {
+						why := cmd.opaque
+						if why == "" {
+							why = "part of " + cmd.String() + " is computed at run time"
+						}
+						*m = &Decision{Action: Ask, By: "rule:" + r.String(),
+							Reason: fmt.Sprintf("cannot tell whether %s rule %s applies: %s", r.Action, r.String(), why)}
+					}
 				}
 			}
 		case c.kind == KindRead || c.kind == KindWrite:
 			hit = p.matchPath(r.Pattern, c.path, r.Action == Allow)
 			what = c.path.given
+		case c.url != "":
+			hit = matchDomain(r.Pattern, c.url)
+			what = c.url
 		}
 		if !hit {
 			continue
@@ -155,6 +205,10 @@ func (p *Policy) ruleVerdict(c *call) *Decision {
 		return deny
 	case ask != nil:
 		return ask
+	case maybeDeny != nil:
+		return maybeDeny
+	case maybeAsk != nil:
+		return maybeAsk
 	case allow != nil:
 		return allow
 	case c.script != nil:
@@ -163,16 +217,23 @@ func (p *Policy) ruleVerdict(c *call) *Decision {
 	return nil
 }
 
-// scriptAllowed returns an allow decision when every simple command of s
-// (but the exempt ones) is matched by an allow rule.
+// scriptAllowed returns an allow decision when every command of s is
+// matched by an allow rule (but exempt commands, wrappers, whose commands
+// are checked instead, and commands run by a privileged wrapper, whose
+// own form is). A command that cannot be analysed is never allowed by
+// rules.
 func scriptAllowed(s *script, allowCmd []*Rule) *Decision {
 	if s.err != nil {
 		return nil
 	}
 	var used []string
 	for j, r := range allowCmd {
+		cmd := s.cmds[j]
+		if cmd.opaque != "" {
+			return nil
+		}
 		if r == nil {
-			if exempt[s.cmds[j].words[0]] {
+			if cmd.wrapper || cmd.derived || exempt[cmd.words[0]] {
 				continue
 			}
 			return nil // a command no rule allows
@@ -201,40 +262,6 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// matchCommand matches a command pattern (see Rule) against text.
-func matchCommand(pattern, text string) bool {
-	if prefix, ok := strings.CutSuffix(pattern, ":*"); ok {
-		return wildcard(prefix, text) || wildcard(prefix+" *", text)
-	}
-	return wildcard(pattern, text)
-}
-
-// wildcard matches pattern against s where * matches any run of bytes and
-// every other byte matches itself.
-func wildcard(pattern, s string) bool {
-	px, sx := 0, 0
-	starP, starS := -1, 0
-	for sx < len(s) {
-		switch {
-		case px < len(pattern) && pattern[px] == '*':
-			starP, starS = px, sx
-			px++
-		case px < len(pattern) && pattern[px] == s[sx]:
-			px++
-			sx++
-		case starP >= 0:
-			starS++
-			px, sx = starP+1, starS
-		default:
-			return false
-		}
-	}
-	for px < len(pattern) && pattern[px] == '*' {
-		px++
-	}
-	return px == len(pattern)
 }
 
 // matchPath matches a path pattern against ps. The lexical path and the

@@ -3,7 +3,9 @@ package guard
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -16,14 +18,28 @@ type script struct {
 	err    error // the script does not parse
 }
 
-// shellCmd is one simple command: its words, literal where possible and
-// source text where not (an expansion, a substitution).
+// shellCmd is one command the script runs: a simple command as written,
+// or one run through a wrapper (sudo rm, xargs rm, find -exec rm, bash -c
+// 'rm', echo 'rm' | sh), normalised: the command name without its
+// directory (/bin/rm is rm), quotes and escapes removed, $'...' decoded.
 type shellCmd struct {
 	words []string
-	lits  []bool // which words are literal
+	dyn   []bool // the word is computed at run time ($x, $(...), a glob in the name)
 	cwd   string // the directory it runs in, as far as known
 	// cwdUnknown says why cwd is not known (a cd to a computed place).
 	cwdUnknown string
+	// opaque says why what this command runs cannot be known (a computed
+	// command name, eval or bash -c of computed text, a script piped in
+	// from a program); "" when it can.
+	opaque string
+	// wrapper marks a command that only runs others (env, timeout,
+	// xargs, bash -c, eval, ...): an allow rule need not cover it, the
+	// commands it runs must be covered instead. Deny and ask rules see it.
+	wrapper bool
+	// derived marks a command run by a privileged wrapper (sudo, doas):
+	// the wrapper's own form needs the allow rule, so an allow for rm
+	// does not allow sudo rm. Deny and ask rules see it.
+	derived bool
 }
 
 func (c shellCmd) String() string { return strings.Join(c.words, " ") }
@@ -36,14 +52,20 @@ type shellWrite struct {
 	unknown string // why the target or directory is not known
 }
 
-// maxNesting bounds eval / bash -c recursion.
-const maxNesting = 3
+// maxNesting bounds eval / bash -c / piped-script recursion.
+const maxNesting = 4
 
 // parseScript reads src as bash, starting in directory dir.
 func parseScript(src, dir string) *script {
 	s := &script{text: src}
 	s.err = s.add(src, dir, "", 0)
 	return s
+}
+
+// stdinScript is what a shell reading its script from stdin would read.
+type stdinScript struct {
+	text  string
+	known bool
 }
 
 // add parses src and appends its commands and writes. cwdUnknown, when
@@ -54,36 +76,57 @@ func (s *script) add(src, dir, cwdUnknown string, depth int) error {
 		return err
 	}
 	cwd := dir
+	stdin := map[*syntax.CallExpr]stdinScript{}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
+		case *syntax.Stmt:
+			if call, ok := n.Cmd.(*syntax.CallExpr); ok {
+				for _, r := range n.Redirs {
+					switch r.Op {
+					case syntax.Hdoc, syntax.DashHdoc:
+						t, lit := wordText(r.Hdoc)
+						stdin[call] = stdinScript{t.s, lit}
+					case syntax.WordHdoc:
+						t, lit := wordText(r.Word)
+						stdin[call] = stdinScript{t.s, lit}
+					case syntax.RdrIn:
+						// A script file, as in "bash file": a program
+						// like any other.
+						stdin[call] = stdinScript{known: true}
+					}
+				}
+			}
+		case *syntax.BinaryCmd:
+			if n.Op != syntax.Pipe && n.Op != syntax.PipeAll {
+				break
+			}
+			if call, ok := n.Y.Cmd.(*syntax.CallExpr); ok {
+				if _, own := stdin[call]; !own {
+					stdin[call] = producedText(n.X)
+				}
+			}
 		case *syntax.CallExpr:
 			if len(n.Args) == 0 {
 				return true // assignments only
 			}
 			words := make([]string, len(n.Args))
-			lits := make([]bool, len(n.Args))
+			dyn := make([]bool, len(n.Args))
 			for i, w := range n.Args {
-				words[i], lits[i] = wordText(w)
+				t, lit := wordText(w)
+				words[i], dyn[i] = t.s, !lit
+				if i == 0 && lit && t.glob {
+					dyn[0] = true
+				}
 			}
-			s.cmds = append(s.cmds, shellCmd{words: words, lits: lits, cwd: cwd, cwdUnknown: cwdUnknown})
-			switch words[0] {
-			case "cd", "pushd":
-				switch {
-				case len(words) < 2 || !lits[1] || words[1] == "-":
-					cwdUnknown = "the command changes directory to " + strings.Join(words[1:], " ")
-				case filepath.IsAbs(expandHome(words[1])):
-					cwd, cwdUnknown = expandHome(words[1]), ""
-				default:
-					cwd = cwd + "/" + words[1]
-				}
-			case "eval":
-				if depth < maxNesting && allLit(lits[1:]) {
-					_ = s.add(strings.Join(words[1:], " "), cwd, cwdUnknown, depth+1)
-				}
-			case "bash", "sh", "zsh", "dash":
-				// bash -c 'script' ...
-				if len(words) >= 3 && words[1] == "-c" && lits[2] && depth < maxNesting {
-					_ = s.add(words[2], cwd, cwdUnknown, depth+1)
+			ctx := cmdCtx{cwd: cwd, cwdUnknown: cwdUnknown, depth: depth}
+			if in, ok := stdin[n]; ok {
+				ctx.stdin = &in
+			}
+			s.command(words, dyn, ctx, false)
+			if !dyn[0] {
+				switch baseName(words[0]) {
+				case "cd", "pushd":
+					cwd, cwdUnknown = changeDir(cwd, cwdUnknown, words[1:], dyn[1:])
 				}
 			}
 		case *syntax.Redirect:
@@ -91,8 +134,8 @@ func (s *script) add(src, dir, cwdUnknown string, depth int) error {
 				return true
 			}
 			w := shellWrite{text: n.Op.String() + " " + printWord(n.Word), cwd: cwd}
-			target, lit := wordText(n.Word)
-			target = expandHome(target)
+			t, lit := wordText(n.Word)
+			target := expandHome(t.s)
 			switch {
 			case !lit:
 				w.unknown = "the target is computed at run time"
@@ -108,13 +151,326 @@ func (s *script) add(src, dir, cwdUnknown string, depth int) error {
 	return nil
 }
 
-func allLit(l []bool) bool {
-	for _, b := range l {
-		if !b {
-			return false
+// producedText is what the left side of a pipe writes, when that is
+// known: the literal arguments of echo or printf (a script piped into a
+// shell is then read); anything else is unknown.
+func producedText(st *syntax.Stmt) stdinScript {
+	call, ok := st.Cmd.(*syntax.CallExpr)
+	if !ok || len(call.Args) == 0 {
+		return stdinScript{}
+	}
+	var words []string
+	for _, w := range call.Args {
+		t, lit := wordText(w)
+		if !lit {
+			return stdinScript{}
+		}
+		words = append(words, t.s)
+	}
+	switch words[0] {
+	case "echo":
+		args := words[1:]
+		for len(args) > 0 && (args[0] == "-n" || args[0] == "-e" || args[0] == "-E") {
+			args = args[1:]
+		}
+		return stdinScript{strings.Join(args, " "), true}
+	case "printf":
+		if len(words) > 1 && !strings.Contains(words[1], "%") {
+			return stdinScript{decodeEscapes(words[1]), true}
 		}
 	}
-	return true
+	return stdinScript{}
+}
+
+// changeDir follows a literal cd/pushd; anything else makes the directory
+// unknown.
+func changeDir(cwd, unknown string, args []string, dyn []bool) (string, string) {
+	i := 0
+	for i < len(args) && !dyn[i] && strings.HasPrefix(args[i], "-") && args[i] != "-" {
+		if args[i] == "--" {
+			i++
+			break
+		}
+		i++ // -P, -L, -e, -@
+	}
+	switch {
+	case i >= len(args):
+		if home, err := homeDir(); err == nil {
+			return home, ""
+		}
+		return cwd, "the command changes directory to the home directory"
+	case dyn[i] || args[i] == "-":
+		return cwd, "the command changes directory to " + strings.Join(args, " ")
+	}
+	d := expandHome(args[i])
+	if filepath.IsAbs(d) {
+		return d, ""
+	}
+	return cwd + "/" + d, unknown
+}
+
+// cmdCtx is where a command runs.
+type cmdCtx struct {
+	cwd, cwdUnknown string
+	depth           int
+	stdin           *stdinScript // set when stdin comes from a pipe or here-document
+}
+
+// Wrapper commands: they run their operands as a command.
+var (
+	// transparent wrappers change how a command runs, not who runs it.
+	transparent = map[string]bool{
+		"command": true, "builtin": true, "exec": true, "env": true, "nice": true, "nohup": true,
+		"time": true, "timeout": true, "stdbuf": true, "ionice": true, "setsid": true, "xargs": true,
+		"chrt": true, "taskset": true, "unbuffer": true, "flock": true, "watch": true, "strace": true,
+	}
+	// privileged wrappers run the command as someone else.
+	privileged = map[string]bool{"sudo": true, "doas": true, "pkexec": true, "run0": true}
+	// shells run a script given with -c, as a file, or on stdin.
+	shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "busybox": true}
+)
+
+// wrapperValueFlags are the options of wrappers that take a value as the
+// next word.
+var wrapperValueFlags = map[string]string{
+	"sudo":    "-u -g -C -D -h -p -r -t -U -T",
+	"doas":    "-u -C",
+	"env":     "-u -C -S --unset --chdir --split-string",
+	"nice":    "-n --adjustment",
+	"timeout": "-s -k --signal --kill-after",
+	"xargs":   "-n -I -L -P -d -s -E -a -i --max-args --replace --max-lines --max-procs --delimiter --arg-file",
+	"stdbuf":  "-i -o -e",
+	"ionice":  "-c -n -p -t",
+	"chrt":    "-p",
+	"taskset": "-p -c",
+	"flock":   "-w -E --timeout --conflict-exit-code",
+	"watch":   "-n -d --interval",
+	"strace":  "-o -e -p -s -u -E",
+	"exec":    "-a",
+	"pkexec":  "--user",
+	"run0":    "--user -u --property --setenv",
+}
+
+// command records a simple command (words, with dyn marking computed
+// words) and every command it runs through wrappers.
+func (s *script) command(words []string, dyn []bool, ctx cmdCtx, derived bool) {
+	if len(words) == 0 {
+		return
+	}
+	c := shellCmd{words: slices.Clone(words), dyn: slices.Clone(dyn), cwd: ctx.cwd, cwdUnknown: ctx.cwdUnknown, derived: derived}
+	if dyn[0] {
+		c.opaque = "the command name is computed at run time (" + words[0] + ")"
+		s.cmds = append(s.cmds, c)
+		return
+	}
+	name := baseName(words[0])
+	c.words[0] = name
+	idx := len(s.cmds)
+	s.cmds = append(s.cmds, c)
+	mark := func(opaque string) {
+		s.cmds[idx].wrapper = true
+		if opaque != "" && s.cmds[idx].opaque == "" {
+			s.cmds[idx].opaque = opaque
+		}
+	}
+	args, adyn := words[1:], dyn[1:]
+	switch {
+	case name == "command" && len(args) > 0 && (args[0] == "-v" || args[0] == "-V"):
+		// a lookup, not a run
+	case name == "env" && envSplit(args, adyn) != nil:
+		mark("")
+		if ctx.depth < maxNesting {
+			sw := envSplit(args, adyn)
+			s.command(sw, make([]bool, len(sw)), cmdCtx{ctx.cwd, ctx.cwdUnknown, ctx.depth + 1, nil}, derived)
+		}
+	case transparent[name] || privileged[name]:
+		rest, rdyn := stripOptions(name, args, adyn)
+		if len(rest) == 0 {
+			if name == "xargs" {
+				mark("")
+				s.command([]string{"echo"}, []bool{false}, ctx, derived)
+			}
+			return
+		}
+		if name == "xargs" && !rdyn[0] && strings.Contains(rest[0], "{}") {
+			mark("xargs runs a command named by its input")
+			return
+		}
+		if name == "watch" { // runs its arguments with sh -c
+			switch {
+			case slices.Contains(rdyn, true):
+				mark("watch runs text computed at run time")
+			case ctx.depth < maxNesting:
+				mark("")
+				if err := s.add(strings.Join(rest, " "), ctx.cwd, ctx.cwdUnknown, ctx.depth+1); err != nil {
+					s.cmds[idx].opaque = "watch's command does not parse: " + err.Error()
+				}
+			}
+			return
+		}
+		if transparent[name] {
+			mark("")
+			s.command(rest, rdyn, ctx, derived)
+		} else {
+			s.command(rest, rdyn, ctx, true)
+		}
+	case shells[name]:
+		if name == "busybox" {
+			if len(args) > 0 && !shells[args[0]] {
+				mark("")
+				s.command(args, adyn, ctx, derived)
+				return
+			}
+			if len(args) > 0 {
+				args, adyn = args[1:], adyn[1:]
+			}
+		}
+		script, known, isScript := shellScript(args, adyn, ctx.stdin)
+		if !isScript {
+			return // runs a script file: a program like any other
+		}
+		switch {
+		case !known:
+			mark("the shell runs a script computed at run time")
+		case ctx.depth >= maxNesting:
+			mark("the shell script is nested too deeply to analyse")
+		default:
+			mark("")
+			if err := s.add(script, ctx.cwd, ctx.cwdUnknown, ctx.depth+1); err != nil {
+				s.cmds[idx].opaque = "the shell script does not parse: " + err.Error()
+			}
+		}
+	case name == "eval":
+		switch {
+		case slices.Contains(adyn, true):
+			mark("eval runs text computed at run time")
+		case ctx.depth >= maxNesting:
+			mark("eval is nested too deeply to analyse")
+		default:
+			mark("")
+			if err := s.add(strings.Join(args, " "), ctx.cwd, ctx.cwdUnknown, ctx.depth+1); err != nil {
+				s.cmds[idx].opaque = "eval's text does not parse: " + err.Error()
+			}
+		}
+	case name == "alias":
+		for i, a := range args {
+			if _, v, ok := strings.Cut(a, "="); ok && !adyn[i] && ctx.depth < maxNesting {
+				_ = s.add(v, ctx.cwd, ctx.cwdUnknown, ctx.depth+1)
+			}
+		}
+	case name == "find":
+		for i := 0; i < len(args); i++ {
+			switch args[i] {
+			case "-exec", "-execdir", "-ok", "-okdir":
+				j := i + 1
+				for j < len(args) && args[j] != ";" && args[j] != "+" {
+					j++
+				}
+				if j > i+1 {
+					s.command(args[i+1:j], adyn[i+1:j], ctx, derived)
+				}
+				i = j
+			}
+		}
+	}
+}
+
+// envSplit returns the words of env -S 'STRING' (env --split-string), or
+// nil.
+func envSplit(args []string, dyn []bool) []string {
+	for i := 0; i+1 < len(args); i++ {
+		if (args[i] == "-S" || args[i] == "--split-string") && !dyn[i+1] {
+			return strings.Fields(args[i+1])
+		}
+		if v, ok := strings.CutPrefix(args[i], "--split-string="); ok {
+			return strings.Fields(v)
+		}
+		if !strings.HasPrefix(args[i], "-") && !strings.Contains(args[i], "=") {
+			return nil
+		}
+	}
+	return nil
+}
+
+// stripOptions drops a wrapper's options (and env's NAME=value, the
+// duration of timeout and watch, the lock file of flock, ...) and returns
+// the command it runs.
+func stripOptions(w string, words []string, dyn []bool) ([]string, []bool) {
+	valueFlags := strings.Fields(wrapperValueFlags[w])
+	operand := map[string]bool{"timeout": true, "flock": true, "taskset": true, "chrt": true}[w] // one operand before the command
+	i := 0
+	for i < len(words) {
+		a := words[i]
+		switch {
+		case dyn[i]:
+			return words[i:], dyn[i:]
+		case a == "--":
+			return words[i+1:], dyn[i+1:]
+		case strings.HasPrefix(a, "-") && a != "-":
+			if slices.Contains(valueFlags, a) && i+1 < len(words) {
+				i++
+			}
+		case w == "env" && strings.Contains(a, "="):
+		case operand:
+			operand = false
+		default:
+			return words[i:], dyn[i:]
+		}
+		i++
+	}
+	return nil, nil
+}
+
+// shellScript finds the script a shell runs: the argument of -c (also in
+// a combined -lc, -ec, ...), or stdin when there is no operand. isScript
+// is false when it runs a script file. known says whether the text is.
+func shellScript(args []string, dyn []bool, stdin *stdinScript) (text string, known, isScript bool) {
+	c := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case dyn[i] && c:
+			return "", false, true
+		case dyn[i]:
+			return "", false, false
+		case a == "--":
+			if c && i+1 < len(args) {
+				return args[i+1], !dyn[i+1], true
+			}
+			return "", false, i+1 >= len(args)
+		case strings.HasPrefix(a, "--"):
+			if a == "--rcfile" || a == "--init-file" {
+				i++
+			}
+		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
+			if strings.Contains(a[1:], "c") {
+				c = true
+			}
+			if strings.ContainsAny(a[1:], "oO") && i+1 < len(args) {
+				i++ // -o option
+			}
+		default:
+			if c {
+				return a, true, true
+			}
+			return "", false, false // a script file
+		}
+	}
+	if c {
+		return "", false, true
+	}
+	if stdin == nil {
+		return "", true, true // reads the (empty) stdin
+	}
+	return stdin.text, stdin.known, true
+}
+
+// baseName is the name a command word runs: /usr/bin/rm runs rm.
+func baseName(w string) string {
+	if i := strings.LastIndexByte(w, '/'); i >= 0 && i < len(w)-1 {
+		return w[i+1:]
+	}
+	return w
 }
 
 // writesFile reports whether r opens a file for writing.
@@ -128,18 +484,25 @@ func writesFile(r *syntax.Redirect) bool {
 		if !lit {
 			return true
 		}
-		return t != "-" && strings.Trim(t, "0123456789-") != ""
+		return t.s != "-" && strings.Trim(t.s, "0123456789-") != ""
 	}
 	return false
 }
 
-// wordText returns a word's value when it is literal (quotes removed), and
-// otherwise its source text; lit says which.
-func wordText(w *syntax.Word) (string, bool) {
+// word is a shell word's value.
+type word struct {
+	s    string
+	glob bool // an unquoted *, ? or [, or a brace expansion: the shell may turn it into other words
+}
+
+// wordText returns a word's value when it is literal (quotes and escapes
+// removed, $'...' decoded), and otherwise its source text; lit says which.
+func wordText(w *syntax.Word) (word, bool) {
 	if w == nil {
-		return "", true
+		return word{}, true
 	}
 	var b strings.Builder
+	var out word
 	lit := true
 	var parts func(ps []syntax.WordPart, quoted bool)
 	parts = func(ps []syntax.WordPart, quoted bool) {
@@ -149,16 +512,21 @@ func wordText(w *syntax.Word) (string, bool) {
 				if quoted {
 					b.WriteString(p.Value)
 				} else {
+					if hasGlob(p.Value) {
+						out.glob = true
+					}
 					b.WriteString(unescape(p.Value))
 				}
 			case *syntax.SglQuoted:
 				if p.Dollar {
-					lit = false
-					b.WriteString(printNode(p))
+					b.WriteString(decodeEscapes(p.Value))
 				} else {
 					b.WriteString(p.Value)
 				}
 			case *syntax.DblQuoted:
+				if p.Dollar {
+					lit = false // $"..." is translated at run time
+				}
 				parts(p.Parts, true)
 			default:
 				lit = false
@@ -167,7 +535,33 @@ func wordText(w *syntax.Word) (string, bool) {
 		}
 	}
 	parts(w.Parts, false)
-	return b.String(), lit
+	out.s = b.String()
+	return out, lit
+}
+
+// hasGlob reports unescaped pattern characters or brace expansion in an
+// unquoted literal.
+func hasGlob(s string) bool {
+	brace := false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '*', '?', '[':
+			return true
+		case '{':
+			brace = true
+		case ',':
+			if brace {
+				return true
+			}
+		case '.':
+			if brace && i+1 < len(s) && s[i+1] == '.' {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // unescape removes the backslashes of an unquoted literal.
@@ -185,6 +579,82 @@ func unescape(s string) string {
 	return b.String()
 }
 
+// decodeEscapes decodes bash's $'...' escapes (also printf's): \n \t \\
+// \' \" \a \b \e \f \r \v \? \NNN \xHH \uHHHH \UHHHHHHHH \cX.
+func decodeEscapes(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch c := s[i]; c {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'a':
+			b.WriteByte(7)
+		case 'b':
+			b.WriteByte(8)
+		case 'e', 'E':
+			b.WriteByte(27)
+		case 'f':
+			b.WriteByte(12)
+		case 'v':
+			b.WriteByte(11)
+		case 'c':
+			if i+1 < len(s) {
+				i++
+				b.WriteByte(s[i] & 0x1f)
+			}
+		case 'x', 'u', 'U', '0', '1', '2', '3', '4', '5', '6', '7':
+			base, maxDigits, start := 16, map[byte]int{'x': 2, 'u': 4, 'U': 8}[c], i+1
+			if c >= '0' && c <= '7' {
+				base, maxDigits, start = 8, 3, i
+			}
+			j := start
+			for j < len(s) && j-start < maxDigits && isDigit(s[j], base) {
+				j++
+			}
+			if j == start {
+				b.WriteByte('\\')
+				b.WriteByte(c)
+				continue
+			}
+			v, _ := strconv.ParseUint(s[start:j], base, 32)
+			if c == 'u' || c == 'U' {
+				b.WriteString(string(rune(v)))
+			} else {
+				b.WriteByte(byte(v))
+			}
+			i = j - 1
+		default: // \\ \' \" \? and unknown escapes
+			if c != '\\' && c != '\'' && c != '"' && c != '?' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(c)
+		}
+	}
+	if !utf8.ValidString(b.String()) {
+		return strings.ToValidUTF8(b.String(), "\uFFFD")
+	}
+	return b.String()
+}
+
+func isDigit(c byte, base int) bool {
+	if base == 8 {
+		return c >= '0' && c <= '7'
+	}
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
 func printWord(w *syntax.Word) string {
 	if w == nil {
 		return ""
@@ -200,61 +670,10 @@ func printNode(n syntax.Node) string {
 	return b.String()
 }
 
-// wrappers are commands that run their arguments as a command; deny and
-// ask rules also look at the command they wrap.
-var wrappers = map[string]bool{
-	"sudo": true, "doas": true, "env": true, "nohup": true, "nice": true, "time": true,
-	"command": true, "builtin": true, "exec": true, "timeout": true, "xargs": true,
-	"stdbuf": true, "ionice": true, "setsid": true,
-}
-
-// wrapperValueFlags are the options of wrappers that take a value as the
-// next word.
-var wrapperValueFlags = map[string]string{
-	"sudo":    "-u -g -C -D -h -p -r -t -U",
-	"doas":    "-u -C",
-	"env":     "-u -C -S",
-	"nice":    "-n",
-	"timeout": "-s -k",
-	"xargs":   "-n -I -L -P -d -s -E -a",
-	"stdbuf":  "-i -o -e",
-	"ionice":  "-c -n -p",
-}
-
-// unwrap strips leading wrapper commands with their options (and env's
-// NAME=value, timeout's duration): "sudo -u x env A=1 rm -rf b" gives
-// "rm -rf b". It is a best effort for deny and ask rules.
-func unwrap(words []string) []string {
-	for len(words) > 0 && wrappers[words[0]] {
-		w := words[0]
-		words = words[1:]
-		valueFlags := strings.Fields(wrapperValueFlags[w])
-		for len(words) > 0 {
-			a := words[0]
-			switch {
-			case strings.HasPrefix(a, "-"):
-				if slices.Contains(valueFlags, a) && len(words) > 1 {
-					words = words[1:]
-				}
-			case w == "env" && strings.Contains(a, "="):
-			case w == "timeout" && isNumberish(a):
-			default:
-				goto next
-			}
-			words = words[1:]
-		}
-	next:
-	}
-	return words
-}
-
-func isNumberish(s string) bool {
-	return s != "" && strings.Trim(s, "0123456789.smhd") == ""
-}
-
 // fileWriters are commands that change the files named by their arguments:
-// "all" non-option arguments, the "last" one, or dd's "of=". Those marked
-// with dynamic are asked about when an argument is computed at run time.
+// "all" non-option arguments, the "last" one (or the -t directory), or
+// dd's "of=". Those marked with dynamic are asked about when an argument
+// is computed at run time.
 var fileWriters = map[string]struct {
 	which   string
 	dynamic bool
@@ -266,20 +685,16 @@ var fileWriters = map[string]struct {
 	"dd": {"of", false},
 }
 
-// writeTargets returns the files a simple command is known to change, as
+// writeTargets returns the files a command is known to change, as
 // shellWrites, for the workspace check. It is a best effort that catches
-// the plain cases ("rm -rf ~", "cp x /etc/", "mv a ../b"); what programs
-// do beyond their arguments is not seen.
+// the plain cases ("rm -rf ~", "cp x /etc/", "mv a ../b", "cp -t /etc x");
+// what programs do beyond their arguments is not seen (the OS sandbox is
+// what confines them).
 func writeTargets(c shellCmd) []shellWrite {
-	words, lits := c.words, c.lits
-	// Strip wrappers, keeping lits aligned.
-	if u := unwrap(words); len(u) < len(words) {
-		lits = lits[len(words)-len(u):]
-		words = u
-	}
-	if len(words) == 0 {
+	if c.opaque != "" && len(c.words) > 0 && c.dyn[0] {
 		return nil
 	}
+	words, dyn := c.words, c.dyn
 	fw, ok := fileWriters[words[0]]
 	if !ok {
 		return nil
@@ -289,6 +704,7 @@ func writeTargets(c shellCmd) []shellWrite {
 		lit  bool
 	}
 	var args []arg
+	var target *arg
 	opts := true
 	for i := 1; i < len(words); i++ {
 		w := words[i]
@@ -297,16 +713,26 @@ func writeTargets(c shellCmd) []shellWrite {
 			opts = false
 		case fw.which == "of":
 			if v, ok := strings.CutPrefix(w, "of="); ok {
-				args = append(args, arg{v, lits[i]})
+				args = append(args, arg{v, !dyn[i]})
 			}
+		case opts && fw.which == "last" && (w == "-t" || w == "--target-directory") && i+1 < len(words):
+			target = &arg{words[i+1], !dyn[i+1]}
+			i++
+		case opts && fw.which == "last" && strings.HasPrefix(w, "--target-directory="):
+			target = &arg{strings.TrimPrefix(w, "--target-directory="), !dyn[i]}
+		case opts && fw.which == "last" && strings.HasPrefix(w, "-t") && len(w) > 2 && !strings.HasPrefix(w, "--"):
+			target = &arg{w[2:], !dyn[i]}
 		case opts && strings.HasPrefix(w, "-") && w != "-":
 		default:
-			args = append(args, arg{w, lits[i]})
+			args = append(args, arg{w, !dyn[i]})
 		}
 	}
-	if fw.which == "last" && len(args) > 1 {
+	switch {
+	case target != nil:
+		args = []arg{*target}
+	case fw.which == "last" && len(args) > 1:
 		args = args[len(args)-1:]
-	} else if fw.which == "last" {
+	case fw.which == "last":
 		args = nil
 	}
 	var out []shellWrite
