@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -29,9 +30,9 @@ The file must have been read in this session and not changed on disk since. Retu
 	Parameters: editSchema.Parameters(),
 }
 
-type editTool struct{}
+type editTool struct{ confine *confine }
 
-// Edit returns the edit tool.
+// Edit returns the edit tool, unconfined (see Options.Confine).
 func Edit() tool.Tool { return editTool{} }
 
 func (editTool) Spec() llm.ToolSpec { return editSpec }
@@ -44,7 +45,7 @@ type editMeta struct {
 	Diff         string `json:"diff"`
 }
 
-func (editTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+func (e editTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	a, bad := editSchema.Decode(call.Arguments)
 	if bad != nil {
 		return *bad, nil
@@ -57,24 +58,39 @@ func (editTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	}
 	env := call.Env
 	p := abs(env, a.FilePath)
-	fi, err := os.Stat(p)
+	sys, name, done, err := e.confine.open(joined(env, a.FilePath))
 	if err != nil {
-		r := openErr(env, p, err)
+		return confineErr(env, p, err), nil
+	}
+	defer done()
+	rf, err := sys.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		r := confineErr(env, p, err)
 		if r.Code == CodeNotFound {
 			r = tool.Errorf(CodeNotFound, "%s does not exist; use write to create it", display(env, p))
 		}
 		return r, nil
 	}
+	p = realPath(rf, p)
+	fi, err := rf.Stat()
+	if err != nil {
+		rf.Close()
+		return openErr(env, p, err), nil
+	}
 	if fi.IsDir() {
+		rf.Close()
 		return tool.Errorf(CodeIsDirectory, "%s is a directory", display(env, p)), nil
 	}
 	if fi.Size() > MaxEditBytes {
+		rf.Close()
 		return tool.Errorf(CodeTooLarge, "%s is %d bytes; edit handles files up to %d bytes", display(env, p), fi.Size(), MaxEditBytes), nil
 	}
 	if r := checkFresh(env, p, fi); r != nil {
+		rf.Close()
 		return *r, nil
 	}
-	raw, err := os.ReadFile(p)
+	raw, err := io.ReadAll(rf)
+	rf.Close()
 	if err != nil {
 		return openErr(env, p, err), nil
 	}
@@ -101,13 +117,18 @@ func (editTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 		limit = -1
 	}
 	updated := strings.Replace(old, a.OldString, a.NewString, limit)
-	if err := os.WriteFile(p, []byte(updated), fi.Mode().Perm()); err != nil {
+	f, err := openExisting(sys, name)
+	if err != nil {
+		return writeErr(env, p, err), nil
+	}
+	p = realPath(f, p)
+	if err := replaceContent(f, []byte(updated)); err != nil {
 		return openErr(env, p, err), nil
 	}
 	recordWritten(env, p, []byte(updated))
 
-	name := display(env, p)
-	diff := udiff.Unified("a/"+name, "b/"+name, old, updated)
+	shownName := display(env, p)
+	diff := udiff.Unified("a/"+shownName, "b/"+shownName, old, updated)
 	replaced := 1
 	if a.ReplaceAll {
 		replaced = n
@@ -116,7 +137,7 @@ func (editTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	if len(shown) > maxDiffBytes {
 		shown = strings.ToValidUTF8(shown[:maxDiffBytes], "") + "\n[diff cut at 32 KiB]\n"
 	}
-	text := fmt.Sprintf("edited %s (%d replacement%s)\n%s", name, replaced, plural(replaced), shown)
+	text := fmt.Sprintf("edited %s (%d replacement%s)\n%s", shownName, replaced, plural(replaced), shown)
 	return tool.Result{Content: llm.Text(text), Meta: jsonMeta(editMeta{Path: p, Replacements: replaced, Diff: diff})}, nil
 }
 

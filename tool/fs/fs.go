@@ -12,8 +12,15 @@
 // successful write or edit the record is refreshed, so edits can follow
 // each other without re-reading.
 //
-// Permission checks (workspace confinement, rules) are not done here: the
-// guard package decides before a tool body runs.
+// Permission decisions (modes, rules) are not made here: the guard package
+// decides before a tool body runs. Confinement is also enforced here, at
+// the operation: with Options.Confine, write and edit resolve their path
+// through an os.Root opened at the workspace root (or another writable
+// root), so the kernel follows symlinks and ".." only while they stay
+// inside it, and a path that leads out (even one swapped for a symlink
+// after the guard looked at it) fails instead of being written. A file
+// with more than one hard link is refused. read, glob, grep and ls read
+// wherever the policy lets them.
 //
 // Concurrency: tools are stateless values safe for concurrent use; the
 // per-session record lives in tool.State and is guarded by its own mutex.
@@ -49,6 +56,7 @@ const (
 	CodeNoMatch      = "no-match"        // edit: old_string not found
 	CodeAmbiguous    = "ambiguous"       // edit: old_string found more than once
 	CodeBadPattern   = "invalid-pattern" // glob/grep: the pattern does not compile
+	CodeHardLink     = "hard-link"       // write/edit of a file with several hard links, when confined
 	CodeIO           = "io"              // any other file-system failure
 )
 
@@ -82,27 +90,51 @@ type Options struct {
 	// when the tool is built; "-" means never use ripgrep (the Go
 	// implementation runs).
 	Rg string
+	// Confine makes write and edit change files only below WriteRoots
+	// (absolute, or starting with ~/), resolving each path inside the
+	// root with the kernel; see the package doc. Without it they write
+	// wherever the path leads (full-access mode).
+	Confine    bool
+	WriteRoots []string
 }
 
 // All returns read, write, edit, glob, grep and ls.
 func All(opts Options) []tool.Tool {
-	return []tool.Tool{Read(), Write(), Edit(), Glob(), Grep(opts), Ls()}
+	var c *confine
+	if opts.Confine {
+		c = newConfine(opts.WriteRoots)
+	}
+	return []tool.Tool{Read(), writeTool{c}, editTool{c}, Glob(), Grep(opts), Ls()}
 }
 
-// abs resolves p against the call's working directory.
+// expandHome expands "~" and a leading "~/" to the home directory, as the
+// guard does.
+func expandHome(p string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			return home + p[1:]
+		}
+	}
+	return p
+}
+
+// abs resolves p against the call's working directory, cleaned: for
+// reading and for display. (write and edit use joined instead.)
 func abs(env tool.Env, p string) string {
+	return filepath.Clean(joined(env, p))
+}
+
+// joined is p made absolute against the working directory, not cleaned:
+// ".." must be resolved by the kernel, after the symlinks before it.
+func joined(env tool.Env, p string) string {
 	if p == "" {
 		p = "."
 	}
-	if strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			p = filepath.Join(home, p[2:])
-		}
-	}
+	p = expandHome(p)
 	if !filepath.IsAbs(p) {
-		p = filepath.Join(env.Dir, p)
+		p = env.Dir + string(filepath.Separator) + p
 	}
-	return filepath.Clean(p)
+	return p
 }
 
 // display returns p relative to the working directory when it lies inside

@@ -61,11 +61,15 @@ func (readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	}
 	env := call.Env
 	p := abs(env, a.FilePath)
-	f, err := os.Open(p)
+	// Open the path as given: ".." is resolved by the kernel after the
+	// symlinks before it, as write and edit do; then name the file by
+	// where it really is.
+	f, err := os.Open(joined(env, a.FilePath))
 	if err != nil {
 		return openErr(env, p, err), nil
 	}
 	defer f.Close()
+	p = realPath(f, p)
 	fi, err := f.Stat()
 	if err != nil {
 		return openErr(env, p, err), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
@@ -30,9 +31,9 @@ An existing file must have been read in this session first, and not changed on d
 	Parameters: writeSchema.Parameters(),
 }
 
-type writeTool struct{}
+type writeTool struct{ confine *confine }
 
-// Write returns the write tool.
+// Write returns the write tool, unconfined (see Options.Confine).
 func Write() tool.Tool { return writeTool{} }
 
 func (writeTool) Spec() llm.ToolSpec { return writeSpec }
@@ -46,38 +47,64 @@ type writeMeta struct {
 	Diff    string `json:"diff,omitempty"`
 }
 
-func (writeTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+func (w writeTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	a, bad := writeSchema.Decode(call.Arguments)
 	if bad != nil {
 		return *bad, nil
 	}
 	env := call.Env
 	p := abs(env, a.FilePath)
+	sys, name, done, err := w.confine.open(joined(env, a.FilePath))
+	if err != nil {
+		return confineErr(env, p, err), nil
+	}
+	defer done()
 	perm := os.FileMode(0o644)
 	var old []byte
 	created := true
-	switch fi, err := os.Stat(p); {
+	switch rf, err := sys.OpenFile(name, os.O_RDONLY, 0); {
 	case err == nil:
-		if fi.IsDir() {
-			return tool.Errorf(CodeIsDirectory, "%s is a directory", display(env, p)), nil
+		p = realPath(rf, p)
+		fi, err := rf.Stat()
+		if err == nil && !fi.IsDir() {
+			if r := checkFresh(env, p, fi); r != nil {
+				rf.Close()
+				return *r, nil
+			}
+			old, err = io.ReadAll(rf)
 		}
-		if r := checkFresh(env, p, fi); r != nil {
-			return *r, nil
-		}
-		if old, err = os.ReadFile(p); err != nil {
+		rf.Close()
+		switch {
+		case err != nil:
 			return openErr(env, p, err), nil
+		case fi.IsDir():
+			return tool.Errorf(CodeIsDirectory, "%s is a directory", display(env, p)), nil
 		}
 		perm, created = fi.Mode().Perm(), false
 	case !errors.Is(err, iofs.ErrNotExist):
-		return openErr(env, p, err), nil
+		return confineErr(env, p, err), nil
 	}
 	if ctx.Err() != nil {
 		return tool.Errorf(tool.CodeAborted, "write of %s cancelled before it started", display(env, p)), nil
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return openErr(env, filepath.Dir(p), err), nil
+	var f *os.File
+	if created {
+		if err := sys.MkdirAll(parentName(name), 0o755); err != nil {
+			return confineErr(env, filepath.Dir(p), err), nil
+		}
+		flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+		if w.confine == nil {
+			flags = os.O_WRONLY | os.O_CREATE // through a dangling symlink, as before
+		}
+		f, err = sys.OpenFile(name, flags, perm)
+	} else {
+		f, err = openExisting(sys, name)
 	}
-	if err := os.WriteFile(p, []byte(a.Content), perm); err != nil {
+	if err != nil {
+		return writeErr(env, p, err), nil
+	}
+	p = realPath(f, p)
+	if err := replaceContent(f, []byte(a.Content)); err != nil {
 		return openErr(env, p, err), nil
 	}
 	recordWritten(env, p, []byte(a.Content))
