@@ -14,6 +14,7 @@ import (
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/session"
 )
 
@@ -25,6 +26,14 @@ const (
 	// StderrRecordCap bounds the stderr kept in a hook/result event.
 	StderrRecordCap = 1000
 )
+
+// sandboxFor is the sandbox hook h runs in (nil: none).
+func (rt Runtime) sandboxFor(h *Command) *sandbox.Sandbox {
+	if h.Unsandboxed {
+		return nil
+	}
+	return rt.Sandbox
+}
 
 // Runtime is what hook processes run with and report to.
 type Runtime struct {
@@ -44,6 +53,10 @@ type Runtime struct {
 	// Tools adds to or overrides DefaultTools (rein tool name -> Claude
 	// Code name and input shape).
 	Tools map[string]ToolMapping
+	// Sandbox, when set, runs every hook under the OS sandbox, but those
+	// the user's own settings file marks "sandbox": false (Command.
+	// Unsandboxed). Where the sandbox is unavailable hooks run unconfined.
+	Sandbox *sandbox.Sandbox
 	// Timeout is the per-hook timeout when a hook sets none (default 60 s).
 	Timeout time.Duration
 	// MaxStopContinuations caps consecutive continuations forced by Stop
@@ -200,7 +213,7 @@ func (b *bridge) fire(ctx context.Context, rec Recorder, event, point string, su
 	m.results = make([]*result, len(run))
 	var wg sync.WaitGroup
 	for i, h := range run {
-		wg.Go(func() { m.results[i] = execHook(ctx, h, in, b.rt.Cwd, env, b.rt.Timeout) })
+		wg.Go(func() { m.results[i] = execHook(ctx, h, in, b.rt.Cwd, env, b.rt.Timeout, b.rt.sandboxFor(h)) })
 	}
 	wg.Wait()
 	for _, r := range m.results {

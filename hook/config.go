@@ -79,6 +79,12 @@ type Command struct {
 	Timeout time.Duration
 	// File is the settings file that declared it.
 	File string
+	// Unsandboxed: the hook runs outside the OS sandbox even when the
+	// session's mode is sandboxed. Only the user's own settings file can
+	// ask for it ("sandbox": false on the hook); a project file that does
+	// is warned about and its hook stays sandboxed, so a cloned repository
+	// cannot take its hooks out of the sandbox.
+	Unsandboxed bool
 
 	match func(string) bool
 }
@@ -121,14 +127,16 @@ func Load(opts LoadOptions) (*Config, error) {
 		}
 	}
 	var files []string
+	userFile := ""
 	if user != "" && user != "-" {
-		files = append(files, filepath.Join(user, "rein", "settings.json"))
+		userFile = filepath.Join(user, "rein", "settings.json")
+		files = append(files, userFile)
 	}
 	files = append(files, filepath.Join(proj, ".rein", "settings.json"))
 	c := &Config{events: map[string][]*Command{}}
 	claude := opts.Claude
 	for _, f := range files {
-		ok, wantClaude, err := c.loadFile(f)
+		ok, wantClaude, err := c.loadFile(f, f == userFile)
 		if err != nil {
 			return nil, err
 		}
@@ -137,14 +145,14 @@ func Load(opts LoadOptions) (*Config, error) {
 		}
 	}
 	if claude {
-		if _, _, err := c.loadFile(filepath.Join(proj, ".claude", "settings.json")); err != nil {
+		if _, _, err := c.loadFile(filepath.Join(proj, ".claude", "settings.json"), false); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
 }
 
-func (c *Config) loadFile(path string) (found, claude bool, err error) {
+func (c *Config) loadFile(path string, user bool) (found, claude bool, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, false, nil
@@ -152,7 +160,7 @@ func (c *Config) loadFile(path string) (found, claude bool, err error) {
 	if err != nil {
 		return false, false, fmt.Errorf("hook: %s: %w", path, err)
 	}
-	claude, err = c.add(path, b)
+	claude, err = c.add(path, b, user)
 	if err != nil {
 		return false, false, err
 	}
@@ -165,7 +173,7 @@ func (c *Config) loadFile(path string) (found, claude bool, err error) {
 // file, for tests and embedders.
 func Parse(name string, data []byte) (*Config, error) {
 	c := &Config{events: map[string][]*Command{}}
-	if _, err := c.add(name, data); err != nil {
+	if _, err := c.add(name, data, false); err != nil {
 		return nil, err
 	}
 	c.Files = []string{name}
@@ -186,11 +194,13 @@ type handler struct {
 	Type    *string  `json:"type"`
 	Command *string  `json:"command"`
 	Timeout *float64 `json:"timeout"`
+	Sandbox *bool    `json:"sandbox"`
 }
 
 // add parses one settings document and appends its hooks. It returns the
-// document's claudeHooks flag.
-func (c *Config) add(path string, data []byte) (bool, error) {
+// document's claudeHooks flag. user says the document is the user's own
+// settings file, the only one whose hooks may run unsandboxed.
+func (c *Config) add(path string, data []byte, user bool) (bool, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrConfig, path, fmt.Sprintf(format, args...))
 	}
@@ -257,10 +267,15 @@ func (c *Config) add(path string, data []byte) (bool, error) {
 					}
 					timeout = time.Duration(*h.Timeout * float64(time.Second))
 				}
+				unsandboxed := h.Sandbox != nil && !*h.Sandbox
+				if unsandboxed && !user {
+					c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %s: \"sandbox\": false is ignored: only your own settings file may run a hook outside the sandbox", path, where))
+					unsandboxed = false
+				}
 				n := len(c.events[ev]) + 1
 				c.events[ev] = append(c.events[ev], &Command{
 					ID: fmt.Sprintf("claude-code:%s#%d", ev, n), Event: ev, Matcher: m,
-					Command: *h.Command, Timeout: timeout, File: path, match: match,
+					Command: *h.Command, Timeout: timeout, File: path, Unsandboxed: unsandboxed, match: match,
 				})
 			}
 		}

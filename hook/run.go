@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/reinhq/rein/sandbox"
 )
 
 // OutputCap is how much of a hook's stdout and of its stderr is kept
@@ -94,7 +96,7 @@ func (c *capped) String() string {
 
 // execHook runs one hook process: sh -c command in dir with env, payload on
 // stdin, killed with its whole process group on timeout or when ctx ends.
-func execHook(ctx context.Context, h *Command, payload []byte, dir string, env []string, timeout time.Duration) *result {
+func execHook(ctx context.Context, h *Command, payload []byte, dir string, env []string, timeout time.Duration, sb *sandbox.Sandbox) *result {
 	if h.Timeout > 0 {
 		timeout = h.Timeout
 	}
@@ -116,7 +118,18 @@ func execHook(ctx context.Context, h *Command, payload []byte, dir string, env [
 	// not hold the hook forever.
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	err := cmd.Run()
+	var err error
+	if sb != nil {
+		err = sb.Start(cmd)
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			err = nil // started unconfined; the host has said so
+		}
+	} else {
+		err = cmd.Start()
+	}
+	if err == nil {
+		err = cmd.Wait()
+	}
 	r.Duration = time.Since(start)
 	r.Stdout, r.Stderr = stdout.String(), stderr.String()
 	r.StdoutCut, r.StderrCut = stdout.cut, stderr.cut

@@ -12,14 +12,22 @@
 // tool.SafeEnv applied, so provider keys and other secrets are not visible
 // to the command.
 //
+// With Options.Sandbox the command runs under the OS sandbox (package
+// sandbox): on Linux with Landlock, writes only below the sandbox's roots,
+// no network unless allowed, no access to rein's own process. Where the
+// sandbox is unavailable the command runs unconfined (the host says so
+// once). A failed sandboxed command gets a note saying what the sandbox
+// denies, so the model can tell a denial from a bug.
+//
 // Concurrency: the tool value is safe for concurrent use; each call owns its
-// process. The tool is Exclusive. This package imports tool, llm, guard and
-// stdlib only.
+// process. The tool is Exclusive. This package imports tool, llm, sandbox
+// and stdlib only.
 package shell
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +41,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/internal/args"
 )
@@ -79,6 +88,8 @@ type Options struct {
 	KillGrace time.Duration
 	// Bash is the shell binary; empty means "bash" on PATH.
 	Bash string
+	// Sandbox, when set, confines every command (see the package doc).
+	Sandbox *sandbox.Sandbox
 }
 
 type bashArgs struct {
@@ -140,6 +151,8 @@ type Meta struct {
 	OutputBytes int64  `json:"outputBytes"`
 	Truncated   bool   `json:"truncated"`
 	SpillPath   string `json:"spillPath,omitempty"`
+	// Sandboxed says the command ran under the OS sandbox.
+	Sandboxed bool `json:"sandboxed,omitempty"`
 }
 
 func (b *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
@@ -172,7 +185,16 @@ func (b *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
-	err = cmd.Start()
+	sandboxed := false
+	if b.opts.Sandbox != nil {
+		err = b.opts.Sandbox.Start(cmd)
+		sandboxed = err == nil
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			err = nil // started unconfined; the host has said so
+		}
+	} else {
+		err = cmd.Start()
+	}
 	pw.Close()
 	if err != nil {
 		pr.Close()
@@ -190,7 +212,7 @@ func (b *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 		close(waitDone)
 	}()
 
-	meta := Meta{Description: a.Description}
+	meta := Meta{Description: a.Description, Sandboxed: sandboxed}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
@@ -253,6 +275,13 @@ func (b *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	case *meta.ExitCode != 0:
 		res.IsError, res.Code = true, CodeExit
 	}
+	if meta.Sandboxed && res.IsError && sandboxDenial(out) {
+		net := "and network access are"
+		if b.opts.Sandbox.Policy.Network {
+			net = "are"
+		}
+		fmt.Fprintf(&sb, "[sandbox: writes outside %s %s denied to this command; it cannot be lifted from inside the command]\n", strings.Join(b.opts.Sandbox.Policy.Write, ", "), net)
+	}
 	if meta.Background {
 		sb.WriteString("[processes left running in the background held the output open and were killed; redirect their output to a file to keep them]\n")
 	}
@@ -268,6 +297,16 @@ func (b *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	res.Content = llm.Text(sb.String())
 	res.Meta, _ = json.Marshal(meta)
 	return res, nil
+}
+
+// sandboxDenial reports output that looks like a sandbox refusal.
+func sandboxDenial(out string) bool {
+	for _, s := range []string{"Permission denied", "Operation not permitted", "Read-only file system", "Network is unreachable", "Could not resolve host", "Temporary failure in name resolution"} {
+		if strings.Contains(out, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // collector keeps the first max bytes of output; past that it spills

@@ -1,0 +1,66 @@
+package shell
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/tool"
+)
+
+// TestMain lets this test binary act as the sandbox launcher, as rein does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
+		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func testSandbox(t *testing.T, write ...string) *sandbox.Sandbox {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sandbox.Sandbox{Launcher: sandbox.Launcher{Path: exe}, Policy: sandbox.Policy{Write: write}}
+	if st := s.Probe(); !st.Available() {
+		t.Skipf("no OS sandbox here: %s", st.Why)
+	}
+	return s
+}
+
+func TestSandboxedCommands(t *testing.T) {
+	e := env(t)
+	outside := t.TempDir()
+	b := Bash(Options{Sandbox: testSandbox(t, e.Dir)})
+	// The bash tool's own control: the same escape works unsandboxed.
+	plain := Bash(Options{})
+	esc := "cd -P . && cp -t " + outside + " /etc/hostname"
+	if r, _ := runBash(t, context.Background(), plain, e, map[string]any{"command": esc}); r.IsError {
+		t.Fatalf("control failed: %s", text(r))
+	}
+	os.Remove(filepath.Join(outside, "hostname"))
+
+	r, m := runBash(t, context.Background(), b, e, map[string]any{"command": "echo hi > in.txt && cat in.txt"})
+	if r.IsError || !m.Sandboxed || !strings.Contains(text(r), "hi") {
+		t.Fatalf("inside: %s %+v", text(r), m)
+	}
+	for _, cmd := range []string{esc, "ln -s " + outside + " o && echo x > o/f", "cat /proc/$PPID/environ"} {
+		r, m := runBash(t, context.Background(), b, e, map[string]any{"command": cmd})
+		if !r.IsError || !m.Sandboxed {
+			t.Errorf("%s: not refused: %s", cmd, text(r))
+		}
+		if !strings.Contains(text(r), "[sandbox: writes outside "+e.Dir) {
+			t.Errorf("%s: no sandbox note: %s", cmd, text(r))
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("outside holds %d entries", len(ents))
+	}
+}
+
+func text(r tool.Result) string { return llm.PlainText(r.Content) }
