@@ -63,8 +63,32 @@ type Config struct {
 	InstructionsBudget int
 	// Providers holds per-provider settings by provider name.
 	Providers map[string]Provider
+	// WritableRoots are further directories (absolute, or ~/...) that
+	// bash, hooks and the file tools may write in, beyond the workspace
+	// and the system temp directory, in workspace-write mode. Every layer
+	// adds to the list.
+	WritableRoots []string
+	// NetworkAccess lets sandboxed bash and hooks use the network.
+	NetworkAccess bool
+	// Permissions are the permission rules; every layer adds to them.
+	Permissions Permissions
 
-	origins map[string]string
+	origins     map[string]string
+	listOrigins []Setting
+}
+
+// Permissions are rules in Claude Code's syntax (Bash(git status:*),
+// Edit(src/**), Read(~/.ssh/**), ...); package guard parses them.
+type Permissions struct {
+	Allow []string `toml:"allow"`
+	Ask   []string `toml:"ask"`
+	Deny  []string `toml:"deny"`
+}
+
+// sandboxFile is the [sandbox] table.
+type sandboxFile struct {
+	WritableRoots []string `toml:"writable_roots"`
+	NetworkAccess *bool    `toml:"network_access"`
 }
 
 // Provider holds one provider's settings.
@@ -82,6 +106,8 @@ type file struct {
 	ContextWindow      *int                `toml:"context_window"`
 	InstructionsBudget *int                `toml:"instructions_budget"`
 	Providers          map[string]Provider `toml:"providers"`
+	Sandbox            *sandboxFile        `toml:"sandbox"`
+	Permissions        *Permissions        `toml:"permissions"`
 }
 
 // Setting is one effective value and where it came from: "default",
@@ -94,10 +120,11 @@ type Setting struct {
 
 // Env names the environment variable of each key.
 var Env = map[string]string{
-	"model":               "REIN_MODEL",
-	"permission_mode":     "REIN_PERMISSION_MODE",
-	"context_window":      "REIN_CONTEXT_WINDOW",
-	"instructions_budget": "REIN_INSTRUCTIONS_BUDGET",
+	"model":                  "REIN_MODEL",
+	"permission_mode":        "REIN_PERMISSION_MODE",
+	"context_window":         "REIN_CONTEXT_WINDOW",
+	"instructions_budget":    "REIN_INSTRUCTIONS_BUDGET",
+	"sandbox.network_access": "REIN_NETWORK_ACCESS",
 }
 
 // Default returns the built-in configuration.
@@ -115,7 +142,7 @@ func Default() *Config {
 	return c
 }
 
-var keys = []string{"model", "permission_mode", "context_window", "instructions_budget"}
+var keys = []string{"model", "permission_mode", "context_window", "instructions_budget", "sandbox.network_access"}
 
 // UserFile returns the user's config file: $XDG_CONFIG_HOME/rein/config.toml,
 // else ~/.config/rein/config.toml ("" when neither can be named).
@@ -212,6 +239,30 @@ func (c *Config) apply(path string, data []byte) error {
 			return err
 		}
 	}
+	if f.Sandbox != nil {
+		if f.Sandbox.NetworkAccess != nil {
+			if err := c.Set("sandbox.network_access", strconv.FormatBool(*f.Sandbox.NetworkAccess), at("sandbox.network_access")); err != nil {
+				return err
+			}
+		}
+		for _, r := range f.Sandbox.WritableRoots {
+			if err := c.Add("sandbox.writable_roots", r, at("sandbox.writable_roots")); err != nil {
+				return err
+			}
+		}
+	}
+	if pm := f.Permissions; pm != nil {
+		for _, l := range []struct {
+			key   string
+			rules []string
+		}{{"permissions.allow", pm.Allow}, {"permissions.ask", pm.Ask}, {"permissions.deny", pm.Deny}} {
+			for _, r := range l.rules {
+				if err := c.Add(l.key, r, at(l.key)); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	for name, p := range f.Providers {
 		cur := c.Providers[name]
 		if p.BaseURL != "" {
@@ -246,6 +297,12 @@ func (c *Config) Set(key, value, origin string) error {
 			return bad("want read-only, workspace-write or full-access")
 		}
 		c.PermissionMode = value
+	case "sandbox.network_access":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return bad("want true or false")
+		}
+		c.NetworkAccess = b
 	case "context_window", "instructions_budget":
 		n, err := strconv.Atoi(value)
 		if err != nil || n < 0 {
@@ -263,6 +320,48 @@ func (c *Config) Set(key, value, origin string) error {
 	return nil
 }
 
+// Add appends value to the list key (sandbox.writable_roots,
+// permissions.allow, permissions.ask, permissions.deny) and records
+// origin. A writable root must be absolute or start with ~/.
+func (c *Config) Add(key, value, origin string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("config: %s: %w: %s = %q: %s", origin, ErrInvalid, key, value, why)
+	}
+	switch key {
+	case "sandbox.writable_roots":
+		if !filepath.IsAbs(value) && !strings.HasPrefix(value, "~/") {
+			return bad("want an absolute path or one starting with ~/")
+		}
+		c.WritableRoots = append(c.WritableRoots, value)
+	case "permissions.allow":
+		c.Permissions.Allow = append(c.Permissions.Allow, value)
+	case "permissions.ask":
+		c.Permissions.Ask = append(c.Permissions.Ask, value)
+	case "permissions.deny":
+		c.Permissions.Deny = append(c.Permissions.Deny, value)
+	default:
+		return fmt.Errorf("config: %s: %w %q", origin, ErrUnknownKey, key)
+	}
+	if c.origins[key] != "" && !strings.Contains(c.origins[key], origin) {
+		c.origins[key] += ", " + origin
+	} else {
+		c.origins[key] = origin
+	}
+	c.listOrigins = append(c.listOrigins, Setting{key, value, origin})
+	return nil
+}
+
+// ListOrigin returns where each entry of the list key came from, in order.
+func (c *Config) ListOrigin(key string) []Setting {
+	var out []Setting
+	for _, s := range c.listOrigins {
+		if s.Key == key {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Origin returns where key's value came from.
 func (c *Config) Origin(key string) string { return c.origins[key] }
 
@@ -273,7 +372,10 @@ func (c *Config) Settings() []Setting {
 		{"permission_mode", c.PermissionMode, c.origins["permission_mode"]},
 		{"context_window", strconv.Itoa(c.ContextWindow), c.origins["context_window"]},
 		{"instructions_budget", strconv.Itoa(c.InstructionsBudget), c.origins["instructions_budget"]},
+		{"sandbox.network_access", strconv.FormatBool(c.NetworkAccess), c.origins["sandbox.network_access"]},
 	}
+	// One line per list entry, so each shows where it came from.
+	out = append(out, c.listOrigins...)
 	names := make([]string, 0, len(c.Providers))
 	for n := range c.Providers {
 		names = append(names, n)

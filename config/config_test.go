@@ -45,6 +45,7 @@ func TestPrecedence(t *testing.T) {
 		"context_window":            "2000 @ flag --context-window",
 		"instructions_budget":       "32768 @ default",
 		"providers.openai.base_url": "http://x @ " + user + ":6",
+		"sandbox.network_access":    "false @ default",
 	}
 	for k, w := range want {
 		if got[k] != w {
@@ -93,5 +94,40 @@ func TestUserFile(t *testing.T) {
 	}
 	if got := config.UserFile(env(map[string]string{"HOME": "/h"})); got != "/h/.config/rein/config.toml" {
 		t.Errorf("home: %s", got)
+	}
+}
+
+func TestSandboxAndPermissions(t *testing.T) {
+	dir := t.TempDir()
+	user := write(t, dir, "user.toml", "[sandbox]\nwritable_roots = [\"~/.cache/go-build\"]\n\n[permissions]\nallow = [\"Bash(git status:*)\"]\ndeny = [\"Read(~/.ssh/**)\"]\n")
+	proj := write(t, dir, "proj.toml", "[sandbox]\nnetwork_access = true\nwritable_roots = [\"/opt/x\"]\n[permissions]\ndeny = [\"Bash(rm -rf*)\"]\nask = [\"Bash(git push:*)\"]\n")
+	c, err := config.Load([]string{user, proj}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Add("permissions.deny", "Bash(curl:*)", "flag --deny"); err != nil {
+		t.Fatal(err)
+	}
+	if !c.NetworkAccess || c.Origin("sandbox.network_access") != proj+":2" {
+		t.Errorf("network_access %v from %s", c.NetworkAccess, c.Origin("sandbox.network_access"))
+	}
+	if got := strings.Join(c.WritableRoots, " "); got != "~/.cache/go-build /opt/x" {
+		t.Errorf("writable_roots %q", got)
+	}
+	if got := strings.Join(c.Permissions.Deny, " "); got != "Read(~/.ssh/**) Bash(rm -rf*) Bash(curl:*)" {
+		t.Errorf("deny %q", got)
+	}
+	if len(c.Permissions.Allow) != 1 || len(c.Permissions.Ask) != 1 {
+		t.Errorf("permissions %+v", c.Permissions)
+	}
+	deny := c.ListOrigin("permissions.deny")
+	if len(deny) != 3 || deny[0].Origin != user+":6" || deny[1].Origin != proj+":5" || deny[2].Origin != "flag --deny" {
+		t.Errorf("deny origins %+v", deny)
+	}
+	if _, err := config.Load([]string{write(t, dir, "rel.toml", "[sandbox]\nwritable_roots = [\"rel/dir\"]\n")}, env(nil)); !errors.Is(err, config.ErrInvalid) {
+		t.Errorf("relative writable root: %v", err)
+	}
+	if _, err := config.Load(nil, env(map[string]string{"REIN_NETWORK_ACCESS": "maybe"})); !errors.Is(err, config.ErrInvalid) {
+		t.Errorf("bad env bool: %v", err)
 	}
 }

@@ -56,7 +56,8 @@ func (Yes) Approve(context.Context, Request) (Approval, error) {
 // Authorize decides a call: the policy alone for allow and deny, the
 // approver (DenyAll when nil) for ask. It returns the outcome to record as
 // tool/approval and the policy's decision. An approver error denies the
-// call, with the error as the reason, and is returned.
+// call, with the error as the reason, and is returned. A headless denial
+// keeps the policy's reason for asking in front of its own.
 func Authorize(ctx context.Context, p *Policy, a Approver, toolName, callID string, args json.RawMessage) (Approval, Decision, error) {
 	d := p.Decide(toolName, args)
 	switch d.Action {
@@ -72,8 +73,13 @@ func Authorize(ctx context.Context, p *Policy, a Approver, toolName, callID stri
 	if err != nil {
 		return Approval{Allow: false, By: "approver", Reason: err.Error()}, d, err
 	}
-	if !ap.Allow && ap.Reason == "" {
+	switch {
+	case ap.Allow:
+	case ap.Reason == "":
 		ap.Reason = d.Reason
+	case ap.By == "headless" && d.Reason != "":
+		// Say why it was asked, not only that nobody could answer.
+		ap.Reason = d.Reason + "; " + ap.Reason
 	}
 	return ap, d, nil
 }

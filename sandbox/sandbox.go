@@ -69,6 +69,10 @@ type Launcher struct {
 type Sandbox struct {
 	Launcher Launcher
 	Policy   Policy
+	// Notify, when set, is called once, on the first Probe, when the
+	// sandbox is unavailable or partial (Status.Why is not empty): the
+	// place to tell the user once per session.
+	Notify func(Status)
 
 	once   sync.Once
 	status Status
@@ -114,7 +118,12 @@ func (s Status) String() string {
 // made. A launcher that cannot run makes the sandbox unavailable, with the
 // reason.
 func (s *Sandbox) Probe() Status {
-	s.once.Do(func() { s.status = s.probe() })
+	s.once.Do(func() {
+		s.status = s.probe()
+		if s.Notify != nil && s.status.Why != "" {
+			s.Notify(s.status)
+		}
+	})
 	return s.status
 }
 

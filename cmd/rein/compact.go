@@ -69,7 +69,7 @@ The session must not be running in another process (exit 4).`,
 			if err != nil {
 				return err
 			}
-			tools, err := a.tools()
+			tools, err := a.tools(dir)
 			if err != nil {
 				return err
 			}

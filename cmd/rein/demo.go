@@ -131,7 +131,7 @@ func (a *app) demo(ctx context.Context, keep bool) error {
 	if err != nil {
 		return err
 	}
-	tools, err := a.tools()
+	tools, err := a.tools(dir)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/jsonl"
 )
@@ -50,6 +52,24 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 filepath.Join("testdata", "script"),
 		RequireExplicitExec: true,
+		Condition: func(cond string) (bool, error) {
+			switch cond {
+			case "landlock":
+				// The OS sandbox works here: rein (this test binary
+				// called "rein") as its own launcher.
+				exe, err := os.Executable()
+				if err != nil {
+					return false, err
+				}
+				sb := &sandbox.Sandbox{Launcher: sandbox.Launcher{Path: exe, Arg0: "rein"}}
+				st := sb.Probe()
+				if !st.Available() {
+					t.Logf("[landlock] is false: %s", st.Why)
+				}
+				return st.Available(), nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("REIN_HOME", filepath.Join(e.WorkDir, ".rein-home"))
 			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))

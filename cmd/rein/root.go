@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"github.com/reinhq/rein/config"
+	"github.com/reinhq/rein/sandbox"
 )
 
 // app is one invocation of rein: its streams, global flags and the state the
@@ -29,6 +31,8 @@ type app struct {
 	permissionMode string
 	yes            bool
 	verbose        bool
+	allow, deny    []string
+	networkAccess  bool
 
 	log *slog.Logger
 	cfg *config.Config
@@ -37,11 +41,23 @@ type app struct {
 	// root is the workspace root: the nearest ancestor of dir holding
 	// .rein or .git, else dir.
 	root string
+	// sandboxes are the OS sandboxes built for session directories.
+	sandboxes map[string]*sandbox.Sandbox
+	noDumpErr error
 }
 
 // Main runs rein with args and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == sandbox.ExecArg {
+		// The sandbox launcher: restrict this process, exec the command.
+		return sandbox.Main(args[1:], stderr)
+	}
+	// No core dumps, and other processes of this user (not root) cannot
+	// read rein's memory or environment through /proc or ptrace; see
+	// docs/security.md.
+	noDumpErr := sandbox.NoDump()
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	a.noDumpErr = noDumpErr
 	cmd := a.rootCmd()
 	cmd.SetArgs(args)
 	cmd.SetIn(stdin)
@@ -115,6 +131,9 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 	f.StringVar(&a.cwd, "cwd", "", "working directory of the session (default: the current directory)")
 	f.StringVar(&a.permissionMode, "permission-mode", "", "what tools may do: read-only, workspace-write (default) or full-access")
 	f.BoolVar(&a.yes, "yes", false, "approve every tool call the permission policy would ask about")
+	f.StringArrayVar(&a.allow, "allow", nil, "allow tool calls matching `RULE`, e.g. 'Bash(git status:*)' or 'Edit(docs/**)' (repeatable; adds to [permissions] allow)")
+	f.StringArrayVar(&a.deny, "deny", nil, "deny tool calls matching `RULE`, e.g. 'Bash(rm -rf*)' or 'Read(~/.ssh/**)' (repeatable; adds to [permissions] deny)")
+	f.BoolVar(&a.networkAccess, "network-access", false, "let bash and hooks use the network in the read-only and workspace-write sandboxes (sandbox.network_access)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging (slog) to stderr")
 	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd())
 	return root
@@ -161,6 +180,24 @@ func (a *app) setup(cmd *cobra.Command) error {
 		if err := cfg.Set("permission_mode", a.permissionMode, "flag --permission-mode"); err != nil {
 			return exitWith(ExitUsage, err)
 		}
+	}
+	for _, r := range a.allow {
+		if err := cfg.Add("permissions.allow", r, "flag --allow"); err != nil {
+			return exitWith(ExitUsage, err)
+		}
+	}
+	for _, r := range a.deny {
+		if err := cfg.Add("permissions.deny", r, "flag --deny"); err != nil {
+			return exitWith(ExitUsage, err)
+		}
+	}
+	if fl.Changed("network-access") {
+		if err := cfg.Set("sandbox.network_access", strconv.FormatBool(a.networkAccess), "flag --network-access"); err != nil {
+			return exitWith(ExitUsage, err)
+		}
+	}
+	if a.noDumpErr != nil {
+		a.log.Warn("cannot make rein non-dumpable", "err", a.noDumpErr)
 	}
 	a.cfg = cfg
 	a.log.Debug("setup", "dir", a.dir, "root", a.root, "model", cfg.Model, "permission_mode", cfg.PermissionMode)

@@ -170,7 +170,7 @@ func (a *app) run(ctx context.Context, f runFlags, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	tools, err := a.tools()
+	tools, err := a.tools(dir)
 	if err != nil {
 		return err
 	}

@@ -8,19 +8,24 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/config"
 	"github.com/reinhq/rein/guard"
 	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/llm/catalog"
 	"github.com/reinhq/rein/llm/retry"
+	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/jsonl"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/builtin"
+	"github.com/reinhq/rein/tool/fs"
+	"github.com/reinhq/rein/tool/shell"
 )
 
 // openStore opens the JSONL store at $REIN_HOME, else the XDG data dir.
@@ -67,13 +72,96 @@ func (noModel) Stream(context.Context, *llm.Request) iter.Seq[llm.Event] {
 	return llm.Fail(&llm.Error{Code: llm.CodeInvalidRequest, Message: "this command does not call a model"})
 }
 
-// policy builds the permission policy for the session's directory.
+// policy builds the permission policy for the session's directory: the
+// mode, the rules of every config layer and flag, and the writable roots
+// (the system temp directory and sandbox.writable_roots).
 func (a *app) policy(dir string) (*guard.Policy, error) {
-	p, err := guard.Settings{Mode: a.cfg.PermissionMode}.Policy(dir)
+	pm := a.cfg.Permissions
+	s := guard.Settings{Mode: a.cfg.PermissionMode, Allow: pm.Allow, Ask: pm.Ask, Deny: pm.Deny, Writable: a.writable()}
+	p, err := s.Policy(dir)
 	if err != nil {
-		return nil, exitWith(ExitUsage, err)
+		return nil, exitWith(ExitUsage, fmt.Errorf("%w (rules come from %s)", err, a.ruleOrigins()))
 	}
 	return p, nil
+}
+
+// ruleOrigins names where the permission rules came from.
+func (a *app) ruleOrigins() string {
+	var from []string
+	for _, k := range []string{"permissions.allow", "permissions.ask", "permissions.deny"} {
+		if o := a.cfg.Origin(k); o != "" && o != "default" {
+			from = append(from, k+": "+o)
+		}
+	}
+	if len(from) == 0 {
+		return "nowhere"
+	}
+	return strings.Join(from, "; ")
+}
+
+// writable are the directories beyond the workspace that writes may go to
+// in workspace-write mode.
+func (a *app) writable() []string {
+	return append([]string{os.TempDir()}, a.cfg.WritableRoots...)
+}
+
+// sandboxed reports whether the mode runs bash and hooks in the OS sandbox.
+func (a *app) sandboxed() bool { return a.cfg.PermissionMode != config.FullAccess }
+
+// writeRoots are where the file tools, bash and hooks may write for a
+// session in dir: in workspace-write mode the workspace (dir) and the
+// writable roots; in read-only mode only the system temp directory.
+func (a *app) writeRoots(dir string) []string {
+	if a.cfg.PermissionMode == config.ReadOnly {
+		return []string{os.TempDir()}
+	}
+	roots := []string{dir}
+	for _, w := range a.writable() {
+		roots = append(roots, expandHome(w, a.getenv("HOME")))
+	}
+	return roots
+}
+
+func expandHome(p, home string) string {
+	if home != "" && (p == "~" || strings.HasPrefix(p, "~/")) {
+		return home + p[1:]
+	}
+	return p
+}
+
+// sandbox returns the OS sandbox for a session in dir (nil in full-access
+// mode). It tells the user once, on stderr, when the sandbox cannot be
+// applied on this machine or only in part.
+func (a *app) sandbox(dir string) *sandbox.Sandbox {
+	if !a.sandboxed() {
+		return nil
+	}
+	if sb, ok := a.sandboxes[dir]; ok {
+		return sb
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		exe = ""
+	}
+	sb := &sandbox.Sandbox{
+		Launcher: sandbox.Launcher{Path: exe, Arg0: os.Args[0]},
+		Policy:   sandbox.Policy{Write: a.writeRoots(dir), Network: a.cfg.NetworkAccess},
+	}
+	var once sync.Once
+	sb.Notify = func(st sandbox.Status) {
+		once.Do(func() {
+			if !st.Available() {
+				fmt.Fprintf(a.stderr, "rein: no OS sandbox: %s; bash and hooks run unconfined, checked only by reading their commands\n", st.Why)
+				return
+			}
+			fmt.Fprintf(a.stderr, "rein: OS sandbox is partial: %s\n", st.Why)
+		})
+	}
+	if a.sandboxes == nil {
+		a.sandboxes = map[string]*sandbox.Sandbox{}
+	}
+	a.sandboxes[dir] = sb
+	return sb
 }
 
 // approver answers the policy's "ask": --yes approves, otherwise a headless
@@ -129,6 +217,7 @@ func (a *app) hooks(dir string, st *jsonl.Store) (agent.Hooks, error) {
 		a.log.Warn("hooks: " + w)
 	}
 	rt := hook.Runtime{
+		Sandbox:        a.sandbox(dir),
 		Cwd:            dir,
 		ProjectDir:     root,
 		Env:            tool.SafeEnv(os.Environ(), nil),
@@ -164,9 +253,14 @@ func (a *app) userConfigDir() string {
 	return "-"
 }
 
-// tools returns the built-in tools.
-func (a *app) tools() (*tool.Registry, error) {
-	return builtin.Registry(builtin.Options{})
+// tools returns the built-in tools for a session in dir: in the sandboxed
+// modes write and edit are confined to the write roots and bash runs in
+// the OS sandbox.
+func (a *app) tools(dir string) (*tool.Registry, error) {
+	return builtin.Registry(builtin.Options{
+		FS:    fs.Options{Confine: a.sandboxed(), WriteRoots: a.writeRoots(dir)},
+		Shell: shell.Options{Sandbox: a.sandbox(dir)},
+	})
 }
 
 // basePrompt is rein's own system prompt section.
