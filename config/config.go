@@ -4,6 +4,10 @@
 // (a later layer wins), and the record of where each effective value came
 // from, which `rein config show` prints.
 //
+// Scalars are replaced by a later layer; the lists ([sandbox]
+// writable_roots, [permissions] allow/ask/deny) are added to, and each
+// entry keeps its own origin.
+//
 // Unknown keys and values of the wrong type are errors naming the file and
 // line; nothing is silently ignored.
 //
