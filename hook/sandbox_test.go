@@ -14,9 +14,7 @@ import (
 
 // TestMain lets this test binary act as the sandbox launcher, as rein does.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
-		os.Exit(sandbox.Main(os.Args[2:], os.Stderr))
-	}
+	sandbox.Launch()
 	os.Exit(m.Run())
 }
 

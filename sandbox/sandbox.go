@@ -31,6 +31,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -39,6 +40,16 @@ import (
 // ExecArg is the hidden first argument that makes a program act as the
 // launcher: "PROGRAM __sandbox-exec [options] -- PATH ARGV0 ARGS...".
 const ExecArg = "__sandbox-exec"
+
+// Launch runs the launcher and exits when this process was started as one
+// (its first argument is ExecArg), and returns otherwise. Call it first in
+// main, or in TestMain of tests that run sandboxed commands with the test
+// binary as the launcher.
+func Launch() {
+	if len(os.Args) > 1 && os.Args[1] == ExecArg {
+		os.Exit(Main(os.Args[2:], os.Stderr))
+	}
+}
 
 // ErrUnavailable: the OS sandbox cannot be applied here (see Status.Why).
 var ErrUnavailable = errors.New("sandbox: unavailable")

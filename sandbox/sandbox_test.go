@@ -16,9 +16,7 @@ import (
 // TestMain makes this test binary its own launcher, and non-dumpable, as
 // cmd/rein does.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == ExecArg {
-		os.Exit(Main(os.Args[2:], os.Stderr))
-	}
+	Launch()
 	if err := NoDump(); err != nil {
 		fmt.Fprintln(os.Stderr, "NoDump:", err)
 		os.Exit(1)
