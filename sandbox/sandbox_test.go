@@ -256,10 +256,15 @@ func TestCommandKeepsItsSetup(t *testing.T) {
 }
 
 func TestBrokenLauncherIsUnavailable(t *testing.T) {
-	s := &Sandbox{Launcher: Launcher{Path: filepath.Join(t.TempDir(), "missing")}}
+	var told []Status
+	s := &Sandbox{Launcher: Launcher{Path: filepath.Join(t.TempDir(), "missing")}, Notify: func(st Status) { told = append(told, st) }}
 	st := s.Probe()
 	if st.Available() {
 		t.Fatalf("a missing launcher probes as available: %s", st)
+	}
+	s.Probe()
+	if len(told) != 1 || told[0].Why == "" {
+		t.Fatalf("Notify calls: %+v (want one, with the reason)", told)
 	}
 	cmd := exec.Command("/bin/sh", "-c", "exit 0")
 	err := s.Start(cmd)
@@ -268,6 +273,9 @@ func TestBrokenLauncherIsUnavailable(t *testing.T) {
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the unconfined command should still run: %v", err)
+	}
+	if len(told) != 1 {
+		t.Fatalf("Notify called %d times", len(told))
 	}
 }
 
