@@ -10,13 +10,16 @@ const module = "github.com/reinhq/rein"
 
 // allowed maps a package (or a subtree, written "pkg/...") to the rein
 // packages it may import, as DESIGN.md §2 lays out the floors:
-// llm, session, sandbox -> tool, store, transcript -> agent, guard -> hook, acp, tui
-// -> cmd/rein. No arrow runs back up. The most specific entry wins.
+// llm, session, sandbox, redact, trust -> tool, store, transcript -> agent,
+// guard -> hook, acp, tui -> cmd/rein. No arrow runs back up. The most
+// specific entry wins.
 var allowed = map[string][]string{
 	"llm":              {},
+	"redact":           {},
+	"trust":            {},
 	"llm/scripted":     {"llm"},
 	"llm/scripted/...": {"llm", "llm/scripted"},
-	"llm/sse":          {"llm"},
+	"llm/sse":          {"llm", "redact"},
 	"llm/retry":        {"llm"},
 	"llm/openai":       {"llm", "llm/sse"},
 	"llm/anthropic":    {"llm", "llm/sse"},
@@ -29,7 +32,7 @@ var allowed = map[string][]string{
 	"tool":             {"llm"},
 	"tool/...":         {"tool", "llm", "tool/fs", "tool/shell", "tool/todo", "sandbox"},
 	"transcript":       {"session", "llm"},
-	"agent":            {"session", "llm", "store", "tool"},
+	"agent":            {"session", "llm", "store", "tool", "redact"},
 	"guard":            {"tool", "llm"},
 	"hook":             {"agent", "session", "llm", "tool", "sandbox"},
 	"acp":              {"agent", "transcript", "session", "llm", "store", "tool"},
