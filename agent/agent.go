@@ -23,9 +23,11 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/reinhq/rein/llm"
@@ -125,9 +127,18 @@ type errCancel struct{ cause string }
 
 func (e errCancel) Error() string { return "agent: cancelled: " + e.cause }
 
-// New creates a session in cfg.Store and returns its agent, idle. The
-// SessionStart chain (source "startup") runs at once; its contexts land
-// before the first request.
+// New starts a new session and returns its agent, idle. The SessionStart
+// chain (source "startup") runs at once; its contexts land before the first
+// request.
+//
+// The session is created in cfg.Store lazily, with its first event that is
+// not a log-only record (hook/result, session/title): an agent closed
+// before any message, context or turn leaves nothing in the store, so a
+// prompt that admission blocked in a fresh session leaves no session and no
+// title. Log-only records before that event are held in memory and written
+// ahead of it, or dropped with the agent. Stored reports whether the
+// session exists. A cfg.SessionID already in the store is refused at once
+// with store.ErrExists.
 func New(ctx context.Context, cfg Config) (*Agent, error) {
 	c, err := cfg.withDefaults()
 	if err != nil {
@@ -136,13 +147,13 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 	id := c.SessionID
 	if id == "" {
 		id = c.NewID("s")
+	} else if _, err := c.Store.Load(ctx, id, store.LoadOptions{}); err == nil {
+		return nil, fmt.Errorf("agent: session %s: %w", id, store.ErrExists)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("agent: session %s: %w", id, err)
 	}
 	h := session.Header{ID: id, Cwd: c.Cwd, CreatedAt: c.Clock().UTC(), Title: c.Title, Version: session.Version}
-	w, err := c.Store.Create(ctx, h)
-	if err != nil {
-		return nil, err
-	}
-	return start(c, w, session.NewLog(h), session.HeaderInitial, StartStartup), nil
+	return start(c, &lazyWriter{st: c.Store, h: h}, session.NewLog(h), session.HeaderInitial, StartStartup), nil
 }
 
 // Resume opens session id from st (taking its lock), repairs it as
@@ -247,6 +258,16 @@ func (a *Agent) do(fn func()) { _ = a.exec(fn) }
 
 // ID returns the session id.
 func (a *Agent) ID() string { return a.id }
+
+// Stored reports whether the session exists in the store: always for a
+// resumed or forked session; for a new one, from its first event that is
+// not a log-only record (see New).
+func (a *Agent) Stored() bool {
+	if lw, ok := a.w.(*lazyWriter); ok {
+		return lw.created()
+	}
+	return true
+}
 
 // Status reports idle or running.
 func (a *Agent) Status() Status {
@@ -541,9 +562,11 @@ func (a *Agent) idTaken(id string) bool {
 	return pending || a.log.HasMessageID(id)
 }
 
-// append adds p to the log and hands it to the persister. Owner only. An
-// error means the runtime broke the session invariant: a bug.
+// append adds p, its secrets masked, to the log and hands it to the
+// persister. Owner only. An error means the runtime broke the session
+// invariant: a bug.
 func (a *Agent) append(p session.Payload) (session.Event, error) {
+	p = a.redact(p)
 	ev, err := a.log.Append(a.cfg.Clock(), p)
 	if err != nil {
 		a.cfg.Logger.Error("agent: append refused", "session", a.id, "type", p.EventType(), "err", err)
@@ -553,6 +576,62 @@ func (a *Agent) append(p session.Payload) (session.Event, error) {
 	close(a.notify)
 	a.notify = make(chan struct{})
 	return ev, nil
+}
+
+// redact returns p with every secret the Redactor knows masked. p is
+// encoded; only when the encoding holds a secret is a new payload decoded
+// from the masked encoding (masks are plain text, valid inside a JSON
+// string). p itself is never changed.
+func (a *Agent) redact(p session.Payload) session.Payload {
+	r := a.cfg.Redactor
+	if !r.Active() {
+		return p
+	}
+	data, err := json.Marshal(p)
+	if err != nil || len(data) == 0 {
+		return p
+	}
+	masked := r.Bytes(data)
+	if &masked[0] == &data[0] {
+		return p
+	}
+	q, err := session.Event{Type: p.EventType(), Data: masked}.Decode()
+	if err != nil {
+		a.cfg.Logger.Error("agent: cannot mask a secret in an event; logging it unmasked", "session", a.id, "type", p.EventType(), "err", err)
+		return p
+	}
+	return q
+}
+
+// SetTitle names the session. A new session not stored yet (see New) gets
+// it in the header it will be created with; otherwise a log-only
+// session/title event is appended (the latest one wins over the header's
+// title). It may be called from hooks and from any goroutine; a caller
+// that must not title a session for a prompt admission blocks calls it
+// from the outside of the PromptAdmission chain, once the rest allowed the
+// prompt. An empty title is ignored.
+func (a *Agent) SetTitle(title string) error {
+	title = strings.TrimSpace(title)
+	if title == "" {
+		return nil
+	}
+	if lw, ok := a.w.(*lazyWriter); ok && lw.retitle(title) {
+		return nil
+	}
+	var err error
+	if xerr := a.exec(func() {
+		if a.closed && a.act == nil && !a.driving {
+			err = ErrClosed
+			return
+		}
+		var ev session.Event
+		if ev, err = a.append(&session.SessionTitle{Title: title}); err == nil && !a.window {
+			a.flushIdle(ev.Seq + 1)
+		}
+	}); xerr != nil {
+		return xerr
+	}
+	return err
 }
 
 // appendMsg appends an additional context as its own user/message.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 )
@@ -32,7 +33,8 @@ type Config struct {
 	Cwd string
 	// SessionID for New; minted when empty.
 	SessionID string
-	// Title for New (optional).
+	// Title for New (optional): the header's title. A title that should
+	// exist only once a prompt was admitted is set with SetTitle instead.
 	Title string
 
 	Hooks    Hooks
@@ -57,6 +59,11 @@ type Config struct {
 	NewID func(kind string) string
 
 	Logger *slog.Logger
+
+	// Redactor masks the secrets it knows (the API keys in use) in every
+	// event before it enters the log, and in model errors before hooks,
+	// live events and the Logger see them. Nil masks nothing.
+	Redactor *redact.Redactor
 }
 
 // Section is a named part of the system prompt.
@@ -93,6 +100,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Redactor != nil {
+		cfg.Logger = slog.New(cfg.Redactor.Handler(cfg.Logger.Handler()))
 	}
 	return cfg, nil
 }

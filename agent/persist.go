@@ -116,3 +116,95 @@ func (p *persister) pending() []int64 {
 	}
 	return seqs
 }
+
+// lazyWriter is a new session's writer: it creates the session in the store
+// with the first batch that holds an event other than a log-only record
+// (hook/result, session/title). Until then such records are held here,
+// reported written, and written ahead of that batch; Close drops them if
+// none came. A failed Create or Append keeps everything for the retry.
+type lazyWriter struct {
+	st store.Store
+	h  session.Header
+
+	mu   sync.Mutex
+	w    store.Writer // nil until created
+	held []session.Event
+}
+
+func (l *lazyWriter) created() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w != nil
+}
+
+// retitle sets the title of the header the session will be created with;
+// it reports false once the session exists.
+func (l *lazyWriter) retitle(title string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w != nil {
+		return false
+	}
+	l.h.Title = title
+	return true
+}
+
+func (l *lazyWriter) Header() session.Header {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.h
+}
+
+func (l *lazyWriter) Append(ctx context.Context, batch []session.Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w == nil {
+		if onlyRecords(batch) {
+			l.held = append(l.held, batch...)
+			return nil
+		}
+		w, err := l.st.Create(ctx, l.h)
+		if err != nil {
+			return err
+		}
+		l.w = w
+	}
+	if len(l.held) > 0 {
+		full := append(l.held[:len(l.held):len(l.held)], batch...)
+		if err := l.w.Append(ctx, full); err != nil {
+			return err
+		}
+		l.held = nil
+		return nil
+	}
+	return l.w.Append(ctx, batch)
+}
+
+func (l *lazyWriter) Flush(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.w == nil {
+		return nil
+	}
+	return l.w.Flush(ctx)
+}
+
+func (l *lazyWriter) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = nil
+	if l.w == nil {
+		return nil
+	}
+	return l.w.Close()
+}
+
+// onlyRecords reports whether every event of batch is a log-only record.
+func onlyRecords(batch []session.Event) bool {
+	for _, ev := range batch {
+		if ev.Type != session.TypeHookResult && ev.Type != session.TypeSessionTitle {
+			return false
+		}
+	}
+	return true
+}

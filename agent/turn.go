@@ -520,6 +520,13 @@ func (a *Agent) stream(ctx context.Context, turn, step int, req *llm.Request) *s
 	if out.err != nil && ctx.Err() != nil {
 		out.err = &llm.Error{Code: llm.CodeCanceled, Message: context.Cause(ctx).Error()}
 	}
+	if out.err != nil && a.cfg.Redactor.Contains(out.err.Message) {
+		// A provider may echo the key it refused: hooks, live events and
+		// logs see the mask.
+		e := *out.err
+		e.Message = a.cfg.Redactor.String(e.Message)
+		out.err = &e
+	}
 	return out
 }
 

@@ -360,6 +360,10 @@ func TestDelegationKeepsDownstream(t *testing.T) {
 func TestSessionStartOnResume(t *testing.T) {
 	cfg := config(t, hk{event: hook.SessionStart, matcher: "resume", command: script(t, "context.sh")})
 	e := newEnv(t, cfg, nil)
+	// Something to resume: a new session is stored with its first event.
+	if err := e.a.Inject(agent.AdditionalContext{Content: llm.Text("seed"), Source: session.Source{Kind: session.SourcePlugin, Name: "t"}}); err != nil {
+		t.Fatal(err)
+	}
 	e.close()
 	if rs := e.hookResults(); len(rs) != 0 {
 		t.Fatalf("a resume hook ran at startup: %s", js(rs))
@@ -372,7 +376,7 @@ func TestSessionStartOnResume(t *testing.T) {
 	e.a = a
 	e.idle()
 	e.close()
-	expectKinds(t, e.events(), "hook/result claude-code:SessionStart#1 context",
+	expectKinds(t, e.events(), "c:plugin:t:seed", "hook/result claude-code:SessionStart#1 context",
 		"c:hook:claude-code:SessionStart#1:context.sh for SessionStart")
 }
 

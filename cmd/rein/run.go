@@ -206,7 +206,15 @@ func (a *app) run(ctx context.Context, f runFlags, args []string) (err error) {
 	}
 	activity := f.output == outText && (isTerminal(a.stderr) || a.verbose)
 	out := newTurnOutput(f.output, a.stdout, a.stderr, activity, spin)
-	stopLive := ag.Subscribe(context.WithoutCancel(ctx), out.live)
+	// agent/closed is the last live event: once it arrived, every live
+	// event (agent/blocked above all) has been seen.
+	liveDone := make(chan struct{})
+	stopLive := ag.Subscribe(context.WithoutCancel(ctx), func(l agent.Live) {
+		out.live(l)
+		if l.Type == agent.LiveClosed {
+			close(liveDone)
+		}
+	})
 	defer stopLive()
 
 	evctx, cancelEvents := context.WithCancel(context.WithoutCancel(ctx))
@@ -258,7 +266,7 @@ func (a *app) run(ctx context.Context, f runFlags, args []string) (err error) {
 	}()
 	closeErr := ag.Close(context.WithoutCancel(ctx))
 	readers.Wait()
-	stopLive()
+	<-liveDone
 	if sendErr != nil {
 		return sendErr
 	}

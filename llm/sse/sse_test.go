@@ -245,3 +245,22 @@ func TestOpenWatchdogAndCancel(t *testing.T) {
 		t.Fatalf("dial: %v, want network", e)
 	}
 }
+
+// A server that echoes the refused key in its error body: the error the
+// caller gets shows only the key's mask.
+func TestPostMasksEchoedKey(t *testing.T) {
+	const key = "sk-echoed-0123456789abcdef"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":"Incorrect API key provided: %s; x-api-key %s"}}`,
+			strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), r.Header.Get("X-Api-Key"))
+	}))
+	defer srv.Close()
+	st, e := Post(context.Background(), nil, srv.URL, []byte("{}"), map[string]string{"Authorization": "Bearer " + key, "X-Api-Key": key + "2"}, time.Second)
+	if st != nil || e == nil {
+		t.Fatal("want an error")
+	}
+	if strings.Contains(e.Message, "0123456789") || !strings.Contains(e.Message, "sk-…cdef") || !strings.Contains(e.Message, "sk-…def2") || e.Code != llm.CodeAuth {
+		t.Fatalf("error: %+v", e)
+	}
+}

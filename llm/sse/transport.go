@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/redact"
 )
 
 // DefaultIdleTimeout is the idle-stream watchdog used when a caller gives
@@ -125,7 +126,31 @@ func Post(ctx context.Context, client *http.Client, url string, body []byte, hea
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	return Open(ctx, client, req, idle)
+	st, e := Open(ctx, client, req, idle)
+	if e != nil {
+		// A server (or a proxy) may echo the credential it refused.
+		e.Message = redact.New(credentials(headers)...).String(e.Message)
+	}
+	return st, e
+}
+
+// credentials returns the secret values among request headers: the token
+// of Authorization and the values of headers named like a key or token.
+func credentials(headers map[string]string) []string {
+	var out []string
+	for k, v := range headers {
+		lk := strings.ToLower(k)
+		switch {
+		case lk == "authorization":
+			if _, tok, ok := strings.Cut(v, " "); ok {
+				v = tok
+			}
+			out = append(out, v)
+		case strings.Contains(lk, "key"), strings.Contains(lk, "token"), strings.Contains(lk, "secret"):
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // Close releases the response and disarms the watchdog. It is idempotent.
