@@ -5,11 +5,21 @@
 // from, which `rein config show` prints.
 //
 // Scalars are replaced by a later layer; the lists ([sandbox]
-// writable_roots, [permissions] allow/ask/deny) are added to, and each
-// entry keeps its own origin.
+// writable_roots, [permissions] allow/ask/deny, [env] keep/drop) are added
+// to, and each entry keeps its own origin.
 //
 // Unknown keys and values of the wrong type are errors naming the file and
 // line; nothing is silently ignored.
+//
+// Each value remembers its layer (Layer). The workspace file is written by
+// whoever wrote the repository, so its settings that could run code,
+// redirect credentials or widen permissions are held back, not applied:
+// provider base_url, api_key_env and headers, a permission_mode more
+// permissive than the one below it, [permissions] allow rules, [sandbox]
+// writable_roots and network_access = true, and [env] keep. Held lists them (for
+// the trust decision, see package trust); ApplyHeld applies them once the
+// user trusts the workspace. A Config fresh from Load is therefore safe in
+// an untrusted workspace.
 //
 // Concurrency: a Config is a plain value; do not change it from several
 // goroutines at once. This package imports only go-toml and the standard
@@ -21,9 +31,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,9 +88,14 @@ type Config struct {
 	NetworkAccess bool
 	// Permissions are the permission rules; every layer adds to them.
 	Permissions Permissions
+	// Env is the policy for the environment of tools and hooks.
+	Env EnvConfig
 
 	origins     map[string]string
+	layers      map[string]Layer
 	listOrigins []Setting
+	held        []Held
+	keyEnvs     []string // every api_key_env named by any file
 }
 
 // Permissions are rules in Claude Code's syntax (Bash(git status:*),
@@ -95,12 +112,53 @@ type sandboxFile struct {
 	NetworkAccess *bool    `toml:"network_access"`
 }
 
+// Layer is where a value came from, lowest first; a value from a higher
+// layer wins.
+type Layer int
+
+// Layers.
+const (
+	LayerDefault Layer = iota
+	LayerUser
+	LayerProject
+	LayerEnv
+	LayerFlag
+)
+
+// EnvConfig is the [env] table: glob patterns (path.Match, case-insensitive) of
+// variable names in the environment of tools and hooks. rein's own keys are
+// removed whatever these say.
+type EnvConfig struct {
+	// Keep keeps variables the default credential patterns would remove
+	// from the bash tool's environment (e.g. GITHUB_TOKEN). A workspace
+	// file's keep patterns are held until the workspace is trusted.
+	Keep []string `toml:"keep"`
+	// Drop removes further variables from tools and hooks alike.
+	Drop []string `toml:"drop"`
+}
+
+// Held is a workspace-file setting held back until the workspace is
+// trusted.
+type Held struct {
+	// Key is the setting: "providers.NAME.base_url",
+	// "providers.NAME.api_key_env", "providers.NAME.headers.HEADER",
+	// "permission_mode", "permissions.allow", "sandbox.writable_roots",
+	// "sandbox.network_access" or "env.keep".
+	Key    string
+	Value  string
+	Origin string
+
+	provider, field string // for providers.NAME.FIELD
+}
+
 // Provider holds one provider's settings.
 type Provider struct {
 	// BaseURL overrides the provider's API endpoint.
 	BaseURL string `toml:"base_url"`
 	// APIKeyEnv names the environment variable holding the API key.
 	APIKeyEnv string `toml:"api_key_env"`
+	// Headers are sent with every request to the provider.
+	Headers map[string]string `toml:"headers"`
 }
 
 // file is the TOML shape; pointers tell "absent" from "zero".
@@ -112,14 +170,17 @@ type file struct {
 	Providers          map[string]Provider `toml:"providers"`
 	Sandbox            *sandboxFile        `toml:"sandbox"`
 	Permissions        *Permissions        `toml:"permissions"`
+	Env                *EnvConfig          `toml:"env"`
 }
 
 // Setting is one effective value and where it came from: "default",
-// "FILE:LINE", "env NAME" or "flag --NAME".
+// "FILE:LINE", "env NAME" or "flag --NAME". A held value (see Held) is
+// listed with Ignored set.
 type Setting struct {
-	Key    string `json:"key"`
-	Value  string `json:"value"`
-	Origin string `json:"origin"`
+	Key     string `json:"key"`
+	Value   string `json:"value"`
+	Origin  string `json:"origin"`
+	Ignored bool   `json:"ignored,omitempty"`
 }
 
 // Env names the environment variable of each key.
@@ -139,6 +200,7 @@ func Default() *Config {
 		InstructionsBudget: DefaultInstructionsBudget,
 		Providers:          map[string]Provider{},
 		origins:            map[string]string{},
+		layers:             map[string]Layer{},
 	}
 	for _, k := range keys {
 		c.origins[k] = "default"
@@ -148,14 +210,24 @@ func Default() *Config {
 
 var keys = []string{"model", "permission_mode", "context_window", "instructions_budget", "sandbox.network_access"}
 
+// UserDir returns rein's user config directory: $XDG_CONFIG_HOME/rein,
+// else ~/.config/rein ("" when neither can be named). It holds config.toml,
+// settings.json (hooks) and trusted.json (trusted workspaces).
+func UserDir(getenv func(string) string) string {
+	if d := getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "rein")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".config", "rein")
+	}
+	return ""
+}
+
 // UserFile returns the user's config file: $XDG_CONFIG_HOME/rein/config.toml,
 // else ~/.config/rein/config.toml ("" when neither can be named).
 func UserFile(getenv func(string) string) string {
-	if d := getenv("XDG_CONFIG_HOME"); d != "" {
-		return filepath.Join(d, "rein", "config.toml")
-	}
-	if h := getenv("HOME"); h != "" {
-		return filepath.Join(h, ".config", "rein", "config.toml")
+	if d := UserDir(getenv); d != "" {
+		return filepath.Join(d, "config.toml")
 	}
 	return ""
 }
@@ -163,31 +235,35 @@ func UserFile(getenv func(string) string) string {
 // ProjectFile returns the workspace's config file, <dir>/.rein/config.toml.
 func ProjectFile(dir string) string { return filepath.Join(dir, ".rein", "config.toml") }
 
-// Load builds the effective configuration: defaults, then each file that
-// exists (in order), then the environment. Flags are applied afterwards with
-// Set. A missing file is skipped; an unreadable or invalid one is an error
-// naming it.
-func Load(files []string, getenv func(string) string) (*Config, error) {
+// Load builds the effective configuration: defaults, then the user file,
+// then the workspace file (its trust-relevant settings held, see Held),
+// then the environment. Flags are applied afterwards with Set. An empty or
+// missing file is skipped; an unreadable or invalid one is an error naming
+// it.
+func Load(userFile, projectFile string, getenv func(string) string) (*Config, error) {
 	c := Default()
-	for _, f := range files {
-		if f == "" {
+	for _, f := range []struct {
+		path  string
+		layer Layer
+	}{{userFile, LayerUser}, {projectFile, LayerProject}} {
+		if f.path == "" {
 			continue
 		}
-		data, err := os.ReadFile(f)
+		data, err := os.ReadFile(f.path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		if err := c.apply(f, data); err != nil {
+		if err := c.apply(f.path, data, f.layer); err != nil {
 			return nil, err
 		}
 	}
 	for _, k := range keys {
 		name := Env[k]
 		if v := getenv(name); v != "" {
-			if err := c.Set(k, v, "env "+name); err != nil {
+			if err := c.set(k, v, "env "+name, LayerEnv); err != nil {
 				return nil, err
 			}
 		}
@@ -195,7 +271,10 @@ func Load(files []string, getenv func(string) string) (*Config, error) {
 	return c, nil
 }
 
-func (c *Config) apply(path string, data []byte) error {
+// modeRank orders the permission modes from least to most permissive.
+var modeRank = map[string]int{ReadOnly: 0, WorkspaceWrite: 1, FullAccess: 2}
+
+func (c *Config) apply(path string, data []byte, layer Layer) error {
 	var f file
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -223,34 +302,46 @@ func (c *Config) apply(path string, data []byte) error {
 		}
 		return path
 	}
+	project := layer == LayerProject
 	if f.Model != nil {
-		if err := c.Set("model", *f.Model, at("model")); err != nil {
+		if err := c.set("model", *f.Model, at("model"), layer); err != nil {
 			return err
 		}
 	}
 	if f.PermissionMode != nil {
-		if err := c.Set("permission_mode", *f.PermissionMode, at("permission_mode")); err != nil {
+		v := *f.PermissionMode
+		if err := validMode(v, at("permission_mode")); err != nil {
+			return err
+		}
+		// A project may make the mode stricter, never looser, until
+		// trusted.
+		if project && modeRank[v] > modeRank[c.PermissionMode] {
+			c.hold("permission_mode", v, at("permission_mode"))
+		} else if err := c.set("permission_mode", v, at("permission_mode"), layer); err != nil {
 			return err
 		}
 	}
 	if f.ContextWindow != nil {
-		if err := c.Set("context_window", strconv.Itoa(*f.ContextWindow), at("context_window")); err != nil {
+		if err := c.set("context_window", strconv.Itoa(*f.ContextWindow), at("context_window"), layer); err != nil {
 			return err
 		}
 	}
 	if f.InstructionsBudget != nil {
-		if err := c.Set("instructions_budget", strconv.Itoa(*f.InstructionsBudget), at("instructions_budget")); err != nil {
+		if err := c.set("instructions_budget", strconv.Itoa(*f.InstructionsBudget), at("instructions_budget"), layer); err != nil {
 			return err
 		}
 	}
 	if f.Sandbox != nil {
-		if f.Sandbox.NetworkAccess != nil {
-			if err := c.Set("sandbox.network_access", strconv.FormatBool(*f.Sandbox.NetworkAccess), at("sandbox.network_access")); err != nil {
+		// A project may close the network, never open it, until trusted.
+		if v := f.Sandbox.NetworkAccess; v != nil {
+			if project && *v && !c.NetworkAccess {
+				c.hold("sandbox.network_access", "true", at("sandbox.network_access"))
+			} else if err := c.set("sandbox.network_access", strconv.FormatBool(*v), at("sandbox.network_access"), layer); err != nil {
 				return err
 			}
 		}
 		for _, r := range f.Sandbox.WritableRoots {
-			if err := c.Add("sandbox.writable_roots", r, at("sandbox.writable_roots")); err != nil {
+			if err := c.addList("sandbox.writable_roots", r, at("sandbox.writable_roots"), layer); err != nil {
 				return err
 			}
 		}
@@ -261,30 +352,218 @@ func (c *Config) apply(path string, data []byte) error {
 			rules []string
 		}{{"permissions.allow", pm.Allow}, {"permissions.ask", pm.Ask}, {"permissions.deny", pm.Deny}} {
 			for _, r := range l.rules {
-				if err := c.Add(l.key, r, at(l.key)); err != nil {
+				if err := c.addList(l.key, r, at(l.key), layer); err != nil {
 					return err
 				}
 			}
 		}
 	}
-	for name, p := range f.Providers {
-		cur := c.Providers[name]
+	for _, name := range slices.Sorted(maps.Keys(f.Providers)) {
+		p := f.Providers[name]
+		pre := "providers." + name + "."
+		var fields [][2]string
 		if p.BaseURL != "" {
-			cur.BaseURL = p.BaseURL
-			c.origins["providers."+name+".base_url"] = at("providers." + name + ".base_url")
+			fields = append(fields, [2]string{"base_url", p.BaseURL})
 		}
 		if p.APIKeyEnv != "" {
-			cur.APIKeyEnv = p.APIKeyEnv
-			c.origins["providers."+name+".api_key_env"] = at("providers." + name + ".api_key_env")
+			fields = append(fields, [2]string{"api_key_env", p.APIKeyEnv})
+			if !slices.Contains(c.keyEnvs, p.APIKeyEnv) {
+				c.keyEnvs = append(c.keyEnvs, p.APIKeyEnv)
+			}
 		}
-		c.Providers[name] = cur
+		for _, h := range slices.Sorted(maps.Keys(p.Headers)) {
+			fields = append(fields, [2]string{"headers." + h, p.Headers[h]})
+		}
+		for _, kv := range fields {
+			origin := at(pre + kv[0])
+			if _, ok := lines[pre+kv[0]]; !ok && strings.HasPrefix(kv[0], "headers.") {
+				origin = at(pre + "headers") // an inline table
+			}
+			// Where requests and the key go: held for a project.
+			if project {
+				c.held = append(c.held, Held{Key: pre + kv[0], Value: kv[1], Origin: origin, provider: name, field: kv[0]})
+			} else {
+				c.setProvider(name, kv[0], kv[1], origin, layer)
+			}
+		}
+	}
+	if f.Env != nil {
+		for _, l := range []struct {
+			key string
+			pat []string
+		}{{"env.keep", f.Env.Keep}, {"env.drop", f.Env.Drop}} {
+			for _, p := range l.pat {
+				if err := c.addList(l.key, p, at(l.key), layer); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }
 
-// Set sets key to value (given as text) and records origin. It validates the
-// value; an error names the origin.
-func (c *Config) Set(key, value, origin string) error {
+// widens lists the list keys whose entries from a workspace file are held
+// until it is trusted: each grants something (a rule that allows, a
+// directory to write, a variable to keep). The other lists only narrow.
+var widens = []string{"permissions.allow", "sandbox.writable_roots", "env.keep"}
+
+// validPattern is tool.ValidEnvPattern (this package does not import tool):
+// a non-empty path.Match pattern without "/" or "=".
+func validPattern(p string) bool {
+	if p == "" || strings.ContainsAny(p, "/=") {
+		return false
+	}
+	_, err := path.Match(p, "")
+	return err == nil
+}
+
+func (c *Config) hold(key, value, origin string) {
+	c.held = append(c.held, Held{Key: key, Value: value, Origin: origin})
+}
+
+func (c *Config) setProvider(name, field, value, origin string, layer Layer) {
+	cur := c.Providers[name]
+	switch {
+	case field == "base_url":
+		cur.BaseURL = value
+	case field == "api_key_env":
+		cur.APIKeyEnv = value
+	default:
+		h, _ := strings.CutPrefix(field, "headers.")
+		m := make(map[string]string, len(cur.Headers)+1)
+		maps.Copy(m, cur.Headers)
+		m[h] = value
+		cur.Headers = m
+	}
+	c.Providers[name] = cur
+	key := "providers." + name + "." + field
+	c.origins[key] = origin
+	c.layers[key] = layer
+}
+
+// Add appends value to the list key (sandbox.writable_roots,
+// permissions.allow, permissions.ask, permissions.deny, env.keep, env.drop)
+// as a flag does, and records origin. A writable root must be absolute or
+// start with ~/; an env pattern is a name or glob.
+func (c *Config) Add(key, value, origin string) error {
+	return c.addList(key, value, origin, LayerFlag)
+}
+
+// addList is Add at a layer: a workspace file's entries that widen (see
+// widens) are validated, then held.
+func (c *Config) addList(key, value, origin string, layer Layer) error {
+	list, err := c.list(key, value, origin)
+	if err != nil {
+		return err
+	}
+	if layer == LayerProject && slices.Contains(widens, key) {
+		c.hold(key, value, origin)
+		return nil
+	}
+	c.appendList(list, key, value, origin)
+	return nil
+}
+
+// list validates value for the list key and returns the list.
+func (c *Config) list(key, value, origin string) (*[]string, error) {
+	bad := func(why string) error {
+		return fmt.Errorf("config: %s: %w: %s = %q: %s", origin, ErrInvalid, key, value, why)
+	}
+	switch key {
+	case "sandbox.writable_roots":
+		if !filepath.IsAbs(value) && !strings.HasPrefix(value, "~/") {
+			return nil, bad("want an absolute path or one starting with ~/")
+		}
+		return &c.WritableRoots, nil
+	case "permissions.allow":
+		return &c.Permissions.Allow, nil
+	case "permissions.ask":
+		return &c.Permissions.Ask, nil
+	case "permissions.deny":
+		return &c.Permissions.Deny, nil
+	case "env.keep", "env.drop":
+		if !validPattern(value) {
+			return nil, bad("want a variable name or glob pattern (e.g. GITHUB_TOKEN, AWS_*)")
+		}
+		if key == "env.keep" {
+			return &c.Env.Keep, nil
+		}
+		return &c.Env.Drop, nil
+	}
+	return nil, fmt.Errorf("config: %s: %w %q", origin, ErrUnknownKey, key)
+}
+
+func (c *Config) appendList(list *[]string, key, value, origin string) {
+	*list = append(*list, value)
+	if c.origins[key] != "" && !strings.Contains(c.origins[key], origin) {
+		c.origins[key] += ", " + origin
+	} else {
+		c.origins[key] = origin
+	}
+	c.listOrigins = append(c.listOrigins, Setting{Key: key, Value: value, Origin: origin})
+}
+
+// ListOrigin returns where each entry of the list key came from, in order.
+func (c *Config) ListOrigin(key string) []Setting {
+	var out []Setting
+	for _, s := range c.listOrigins {
+		if s.Key == key {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Held lists the workspace-file settings held back until the workspace is
+// trusted, in file order (see the package doc). It is empty after
+// ApplyHeld.
+func (c *Config) Held() []Held { return slices.Clone(c.held) }
+
+// ApplyHeld applies the held settings: the user trusts the workspace. A
+// held value does not override one set by a higher layer (REIN_*
+// variables, flags).
+func (c *Config) ApplyHeld() {
+	held := c.held
+	c.held = nil
+	for _, h := range held {
+		switch {
+		case h.provider != "":
+			c.setProvider(h.provider, h.field, h.Value, h.Origin, LayerProject)
+		case slices.Contains(widens, h.Key):
+			list, _ := c.list(h.Key, h.Value, h.Origin) // validated when held
+			c.appendList(list, h.Key, h.Value, h.Origin)
+		case c.layers[h.Key] <= LayerProject: // a scalar: not over env or flags
+			_ = c.set(h.Key, h.Value, h.Origin, LayerProject) // validated when held
+		}
+	}
+}
+
+// KeyEnvs lists, sorted, every api_key_env any file names, whether applied,
+// held or overridden by a later layer: rein's keys may live in any of them,
+// so tools and hooks never see them.
+func (c *Config) KeyEnvs() []string {
+	out := slices.Clone(c.keyEnvs)
+	slices.Sort(out)
+	return out
+}
+
+// Layer returns the layer key's value came from.
+func (c *Config) Layer(key string) Layer { return c.layers[key] }
+
+// Set sets key to value (given as text) as a flag would: above every other
+// layer. It records origin and validates the value; an error names the
+// origin.
+func (c *Config) Set(key, value, origin string) error { return c.set(key, value, origin, LayerFlag) }
+
+func validMode(value, origin string) error {
+	switch value {
+	case ReadOnly, WorkspaceWrite, FullAccess:
+		return nil
+	}
+	return fmt.Errorf("config: %s: %w: permission_mode = %q: want read-only, workspace-write or full-access", origin, ErrInvalid, value)
+}
+
+func (c *Config) set(key, value, origin string, layer Layer) error {
 	bad := func(why string) error {
 		return fmt.Errorf("config: %s: %w: %s = %q: %s", origin, ErrInvalid, key, value, why)
 	}
@@ -295,10 +574,8 @@ func (c *Config) Set(key, value, origin string) error {
 		}
 		c.Model = value
 	case "permission_mode":
-		switch value {
-		case ReadOnly, WorkspaceWrite, FullAccess:
-		default:
-			return bad("want read-only, workspace-write or full-access")
+		if err := validMode(value, origin); err != nil {
+			return err
 		}
 		c.PermissionMode = value
 	case "sandbox.network_access":
@@ -321,49 +598,8 @@ func (c *Config) Set(key, value, origin string) error {
 		return fmt.Errorf("config: %s: %w %q", origin, ErrUnknownKey, key)
 	}
 	c.origins[key] = origin
+	c.layers[key] = layer
 	return nil
-}
-
-// Add appends value to the list key (sandbox.writable_roots,
-// permissions.allow, permissions.ask, permissions.deny) and records
-// origin. A writable root must be absolute or start with ~/.
-func (c *Config) Add(key, value, origin string) error {
-	bad := func(why string) error {
-		return fmt.Errorf("config: %s: %w: %s = %q: %s", origin, ErrInvalid, key, value, why)
-	}
-	switch key {
-	case "sandbox.writable_roots":
-		if !filepath.IsAbs(value) && !strings.HasPrefix(value, "~/") {
-			return bad("want an absolute path or one starting with ~/")
-		}
-		c.WritableRoots = append(c.WritableRoots, value)
-	case "permissions.allow":
-		c.Permissions.Allow = append(c.Permissions.Allow, value)
-	case "permissions.ask":
-		c.Permissions.Ask = append(c.Permissions.Ask, value)
-	case "permissions.deny":
-		c.Permissions.Deny = append(c.Permissions.Deny, value)
-	default:
-		return fmt.Errorf("config: %s: %w %q", origin, ErrUnknownKey, key)
-	}
-	if c.origins[key] != "" && !strings.Contains(c.origins[key], origin) {
-		c.origins[key] += ", " + origin
-	} else {
-		c.origins[key] = origin
-	}
-	c.listOrigins = append(c.listOrigins, Setting{key, value, origin})
-	return nil
-}
-
-// ListOrigin returns where each entry of the list key came from, in order.
-func (c *Config) ListOrigin(key string) []Setting {
-	var out []Setting
-	for _, s := range c.listOrigins {
-		if s.Key == key {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // Origin returns where key's value came from.
@@ -372,29 +608,31 @@ func (c *Config) Origin(key string) string { return c.origins[key] }
 // Settings lists every effective value with its origin, in a stable order.
 func (c *Config) Settings() []Setting {
 	out := []Setting{
-		{"model", c.Model, c.origins["model"]},
-		{"permission_mode", c.PermissionMode, c.origins["permission_mode"]},
-		{"context_window", strconv.Itoa(c.ContextWindow), c.origins["context_window"]},
-		{"instructions_budget", strconv.Itoa(c.InstructionsBudget), c.origins["instructions_budget"]},
-		{"sandbox.network_access", strconv.FormatBool(c.NetworkAccess), c.origins["sandbox.network_access"]},
+		{"model", c.Model, c.origins["model"], false},
+		{"permission_mode", c.PermissionMode, c.origins["permission_mode"], false},
+		{"context_window", strconv.Itoa(c.ContextWindow), c.origins["context_window"], false},
+		{"instructions_budget", strconv.Itoa(c.InstructionsBudget), c.origins["instructions_budget"], false},
+		{"sandbox.network_access", strconv.FormatBool(c.NetworkAccess), c.origins["sandbox.network_access"], false},
 	}
 	// One line per list entry, so each shows where it came from.
 	out = append(out, c.listOrigins...)
-	names := make([]string, 0, len(c.Providers))
-	for n := range c.Providers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(c.Providers)) {
 		p := c.Providers[n]
 		if p.BaseURL != "" {
 			k := "providers." + n + ".base_url"
-			out = append(out, Setting{k, p.BaseURL, c.origins[k]})
+			out = append(out, Setting{k, p.BaseURL, c.origins[k], false})
 		}
 		if p.APIKeyEnv != "" {
 			k := "providers." + n + ".api_key_env"
-			out = append(out, Setting{k, p.APIKeyEnv, c.origins[k]})
+			out = append(out, Setting{k, p.APIKeyEnv, c.origins[k], false})
 		}
+		for _, h := range slices.Sorted(maps.Keys(p.Headers)) {
+			k := "providers." + n + ".headers." + h
+			out = append(out, Setting{k, p.Headers[h], c.origins[k], false})
+		}
+	}
+	for _, h := range c.held {
+		out = append(out, Setting{h.Key, h.Value, h.Origin, true})
 	}
 	return out
 }

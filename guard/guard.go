@@ -1,8 +1,8 @@
 // Package guard is rein's permission policy for tool calls: a mode
 // (read-only, workspace-write, full-access), allow/ask/deny rules by tool
 // and pattern, workspace confinement with symlinks and ".." resolved, the
-// Approver that answers "ask", and the environment filter that keeps
-// secrets away from shell commands (SafeEnv).
+// Approver that answers "ask". (The environment filter that keeps secrets
+// away from shell commands is tool.EnvPolicy.)
 //
 // Decide is a pure function of the policy, the call and the file system; it
 // never asks anyone. Authorize combines it with an Approver. The agent

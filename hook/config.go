@@ -63,7 +63,8 @@ type Config struct {
 	// Warnings lists what was skipped (unsupported events or hook types).
 	Warnings []string
 
-	events map[string][]*Command
+	events   map[string][]*Command
+	projects []string // the workspace's files among Files
 }
 
 // Command is one configured command hook.
@@ -85,6 +86,10 @@ type Command struct {
 	// is warned about and its hook stays sandboxed, so a cloned repository
 	// cannot take its hooks out of the sandbox.
 	Unsandboxed bool
+	// Project is true for a hook of the workspace's own settings
+	// (.rein/settings.json, .claude/settings.json): it runs only in a
+	// trusted workspace (see WithoutProject).
+	Project bool
 
 	match func(string) bool
 }
@@ -126,17 +131,19 @@ func Load(opts LoadOptions) (*Config, error) {
 			user = filepath.Join(home, ".config")
 		}
 	}
-	var files []string
-	userFile := ""
-	if user != "" && user != "-" {
-		userFile = filepath.Join(user, "rein", "settings.json")
-		files = append(files, userFile)
+	type file struct {
+		path  string
+		scope scope
 	}
-	files = append(files, filepath.Join(proj, ".rein", "settings.json"))
+	var files []file
+	if user != "" && user != "-" {
+		files = append(files, file{filepath.Join(user, "rein", "settings.json"), scopeUser})
+	}
+	files = append(files, file{filepath.Join(proj, ".rein", "settings.json"), scopeProject})
 	c := &Config{events: map[string][]*Command{}}
 	claude := opts.Claude
 	for _, f := range files {
-		ok, wantClaude, err := c.loadFile(f, f == userFile)
+		ok, wantClaude, err := c.loadFile(f.path, f.scope)
 		if err != nil {
 			return nil, err
 		}
@@ -145,14 +152,63 @@ func Load(opts LoadOptions) (*Config, error) {
 		}
 	}
 	if claude {
-		if _, _, err := c.loadFile(filepath.Join(proj, ".claude", "settings.json"), false); err != nil {
+		if _, _, err := c.loadFile(filepath.Join(proj, ".claude", "settings.json"), scopeProject); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
 }
 
-func (c *Config) loadFile(path string, user bool) (found, claude bool, err error) {
+// ProjectCommands returns the hooks declared by the workspace's own
+// settings files, by event (in Events order) and config order.
+func (c *Config) ProjectCommands() []*Command {
+	if c == nil {
+		return nil
+	}
+	var out []*Command
+	for _, ev := range Events {
+		for _, h := range c.events[ev] {
+			if h.Project {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// WithoutProject returns c without the workspace's hooks (an untrusted
+// workspace): only the user's own hooks run. Their IDs do not change (the
+// user's file is read first). Warnings are kept.
+func (c *Config) WithoutProject() *Config {
+	if c == nil {
+		return nil
+	}
+	out := &Config{Warnings: c.Warnings, events: map[string][]*Command{}}
+	for ev, hs := range c.events {
+		for _, h := range hs {
+			if !h.Project {
+				out.events[ev] = append(out.events[ev], h)
+			}
+		}
+	}
+	for _, f := range c.Files {
+		if !slices.Contains(c.projects, f) {
+			out.Files = append(out.Files, f)
+		}
+	}
+	return out
+}
+
+// scope says whose settings file a document is.
+type scope int
+
+const (
+	scopeOther   scope = iota // Parse: neither
+	scopeUser                 // the user's own: may mark hooks unsandboxed
+	scopeProject              // the workspace's: runs only when trusted
+)
+
+func (c *Config) loadFile(path string, sc scope) (found, claude bool, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, false, nil
@@ -160,11 +216,14 @@ func (c *Config) loadFile(path string, user bool) (found, claude bool, err error
 	if err != nil {
 		return false, false, fmt.Errorf("hook: %s: %w", path, err)
 	}
-	claude, err = c.add(path, b, user)
+	claude, err = c.add(path, b, sc)
 	if err != nil {
 		return false, false, err
 	}
 	c.Files = append(c.Files, path)
+	if sc == scopeProject {
+		c.projects = append(c.projects, path)
+	}
 	return true, claude, nil
 }
 
@@ -173,7 +232,7 @@ func (c *Config) loadFile(path string, user bool) (found, claude bool, err error
 // file, for tests and embedders.
 func Parse(name string, data []byte) (*Config, error) {
 	c := &Config{events: map[string][]*Command{}}
-	if _, err := c.add(name, data, false); err != nil {
+	if _, err := c.add(name, data, scopeOther); err != nil {
 		return nil, err
 	}
 	c.Files = []string{name}
@@ -198,9 +257,10 @@ type handler struct {
 }
 
 // add parses one settings document and appends its hooks. It returns the
-// document's claudeHooks flag. user says the document is the user's own
-// settings file, the only one whose hooks may run unsandboxed.
-func (c *Config) add(path string, data []byte, user bool) (bool, error) {
+// document's claudeHooks flag. sc says whose file it is: only the user's
+// own may run hooks unsandboxed, and the workspace's run only when trusted.
+func (c *Config) add(path string, data []byte, sc scope) (bool, error) {
+	user, project := sc == scopeUser, sc == scopeProject
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrConfig, path, fmt.Sprintf(format, args...))
 	}
@@ -275,7 +335,7 @@ func (c *Config) add(path string, data []byte, user bool) (bool, error) {
 				n := len(c.events[ev]) + 1
 				c.events[ev] = append(c.events[ev], &Command{
 					ID: fmt.Sprintf("claude-code:%s#%d", ev, n), Event: ev, Matcher: m,
-					Command: *h.Command, Timeout: timeout, File: path, Unsandboxed: unsandboxed, match: match,
+					Command: *h.Command, Timeout: timeout, File: path, Unsandboxed: unsandboxed, Project: project, match: match,
 				})
 			}
 		}

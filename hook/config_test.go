@@ -68,6 +68,22 @@ func TestLoad(t *testing.T) {
 		t.Errorf("files %q", c.Files)
 	}
 
+	// An untrusted workspace: only the user's own hooks, same IDs.
+	var proj1 []string
+	for _, h := range c.ProjectCommands() {
+		proj1 = append(proj1, h.Command)
+	}
+	if strings.Join(proj1, ",") != "project-check,claude-check" {
+		t.Errorf("ProjectCommands = %q", proj1)
+	}
+	u := c.WithoutProject()
+	if got := strings.Join(ids(u, hook.PreToolUse), " "); got != "claude-code:PreToolUse#1=user-check" || len(u.Files) != 1 || len(u.ProjectCommands()) != 0 {
+		t.Errorf("WithoutProject: %s, files %q", got, u.Files)
+	}
+	if c.Len(hook.PreToolUse) != 3 {
+		t.Error("WithoutProject changed its receiver")
+	}
+
 	// The project settings may ask for the .claude hooks.
 	writeFile(t, filepath.Join(proj, ".rein", "settings.json"), `{"claudeHooks":true}`)
 	c, err = hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: "-"})

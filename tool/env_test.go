@@ -5,19 +5,46 @@ import (
 	"testing"
 )
 
-func TestSafeEnv(t *testing.T) {
+func TestEnvPolicy(t *testing.T) {
 	in := []string{
 		"PATH=/bin", "HOME=/root",
-		"DEEPSEEK_API_KEY=a", "OPENAI_API_KEY=b", "ANTHROPIC_API_KEY=c",
-		"GITHUB_TOKEN=d", "AWS_SECRET_ACCESS_KEY=e", "db_password=f", "SOME_APIKEY=g", "X_SECRET=h",
+		"DEEPSEEK_API_KEY=sk-deepseek-1", "MY_KEY_VAR=sk-custom-key-1",
+		"GITHUB_TOKEN=ghp_x", "AWS_SECRET_ACCESS_KEY=e", "db_password=f", "SOME_APIKEY=g", "X_SECRET=h",
 		"AWS_REGION=eu", "CORP_CRED=i", "TOKENIZER=keep", "NPM_TOKEN=j",
+		"COPY_OF_KEY=prefix-sk-custom-key-1", "EMPTY=",
 	}
-	got := SafeEnv(in, []string{"CORP_*", "!NPM_TOKEN", "!OPENAI_API_KEY"})
-	want := []string{"PATH=/bin", "HOME=/root", "AWS_REGION=eu", "TOKENIZER=keep", "NPM_TOKEN=j"}
+	p := EnvPolicy{
+		Secrets:      []string{"DEEPSEEK_API_KEY", "MY_KEY_VAR"},
+		SecretValues: []string{"sk-custom-key-1", "short", ""},
+		Keep:         []string{"npm_token", "DEEPSEEK_API_KEY", "MY_*"},
+		Drop:         []string{"CORP_*"},
+	}
+	got := p.Environ(in, ForModel)
+	want := []string{"PATH=/bin", "HOME=/root", "AWS_REGION=eu", "TOKENIZER=keep", "NPM_TOKEN=j", "EMPTY="}
 	if !slices.Equal(got, want) {
-		t.Fatalf("got %v", got)
+		t.Fatalf("ForModel:\n got %v\nwant %v", got, want)
 	}
-	if len(in) != 14 || in[2] != "DEEPSEEK_API_KEY=a" {
+	// A configured command keeps the conventional credentials (a hook
+	// calling gh needs GITHUB_TOKEN), but never rein's keys or Drop.
+	got = p.Environ(in, ForConfigured)
+	want = []string{"PATH=/bin", "HOME=/root", "GITHUB_TOKEN=ghp_x", "AWS_SECRET_ACCESS_KEY=e", "db_password=f", "SOME_APIKEY=g", "X_SECRET=h",
+		"AWS_REGION=eu", "TOKENIZER=keep", "NPM_TOKEN=j", "EMPTY="}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ForConfigured:\n got %v\nwant %v", got, want)
+	}
+	if len(in) != 15 || in[2] != "DEEPSEEK_API_KEY=sk-deepseek-1" {
 		t.Fatal("input modified")
+	}
+	// The zero policy still removes credential-looking names for the model.
+	if got := (EnvPolicy{}).Environ([]string{"OPENAI_API_KEY=x", "A=b"}, ForModel); !slices.Equal(got, []string{"A=b"}) {
+		t.Fatalf("zero policy: %v", got)
+	}
+}
+
+func TestValidEnvPattern(t *testing.T) {
+	for p, want := range map[string]bool{"GITHUB_TOKEN": true, "AWS_*": true, "[": false, "": false, "A/B": false, "A=B": false} {
+		if ValidEnvPattern(p) != want {
+			t.Errorf("ValidEnvPattern(%q) = %v", p, !want)
+		}
 	}
 }

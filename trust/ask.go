@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -118,9 +119,20 @@ func (q Question) Text() string {
 	} else {
 		fmt.Fprintf(&b, "The workspace %s is not trusted. Its settings would:\n", d.Root)
 	}
+	b.WriteString(Describe(d.Items))
+	b.WriteString("Trust it only if you wrote or checked these settings.\n")
+	return b.String()
+}
+
+// Describe lists items grouped by kind under a line saying what they would
+// do, one "key = value   (origin)" line each, indented.
+func Describe(items []Item) string {
+	items = slices.Clone(items)
+	sortItems(items)
+	var b strings.Builder
 	kind := ""
-	for _, it := range d.Items {
-		if it.Kind != kind {
+	for i, it := range items {
+		if i == 0 || it.Kind != kind {
 			kind = it.Kind
 			fmt.Fprintf(&b, "  %s:\n", heading(kind))
 		}
@@ -130,7 +142,6 @@ func (q Question) Text() string {
 		}
 		b.WriteByte('\n')
 	}
-	b.WriteString("Trust it only if you wrote or checked these settings.\n")
 	return b.String()
 }
 

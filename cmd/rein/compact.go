@@ -61,11 +61,7 @@ The session must not be running in another process (exit 4).`,
 			}
 			start := loaded.Log.Len()
 			dir := a.sessionDir(loaded.Log.Header().Cwd)
-			prov, model, err := a.resolveModel()
-			if err != nil {
-				return err
-			}
-			hooks, err := a.hooks(dir, st)
+			prov, model, hooks, err := a.wire(ctx, dir, st)
 			if err != nil {
 				return err
 			}
@@ -75,8 +71,8 @@ The session must not be running in another process (exit 4).`,
 			}
 			ag, err := agent.Resume(ctx, st, id, agent.Config{
 				Store: st, Provider: prov, Model: model.Spec(), Tools: tools,
-				System: systemSections(dir, workspaceRoot(dir), a.cfg.InstructionsBudget),
-				Cwd:    dir, Hooks: hooks, Logger: a.log,
+				System: systemSections(dir, a.workspaceRoot(dir), a.cfg.InstructionsBudget),
+				Cwd:    dir, Hooks: hooks, Logger: a.log, Redactor: a.red,
 			})
 			if err != nil {
 				return lockedError(id, fmt.Errorf("session %s: %w", id, err))

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/config"
+	"github.com/reinhq/rein/trust"
 )
 
 func (a *app) configCmd() *cobra.Command {
@@ -30,6 +31,10 @@ Layers, each overriding the one before:
      REIN_INSTRUCTIONS_BUDGET
   5. flags: --model, --permission-mode
 
+In a workspace you have not trusted (see 'rein trust'), the workspace file's
+provider base_url, api_key_env and headers, a permission_mode more permissive
+than yours and [env] keep are listed as ignored and do not apply.
+
 Keys (TOML):
   model = "deepseek:deepseek-chat"      # provider:model, or scripted:FILE
   permission_mode = "workspace-write"   # read-only | workspace-write | full-access
@@ -38,26 +43,50 @@ Keys (TOML):
   [providers.deepseek]
   base_url = "https://..."              # override the provider's endpoint
   api_key_env = "MY_DEEPSEEK_KEY"       # read the API key from this variable
+  headers = { X-Team = "core" }         # sent with every request
+  [env]                                 # environment of the bash tool and hooks
+  keep = ["GITHUB_TOKEN"]               # keep for bash despite the credential patterns
+  drop = ["AWS_*"]                      # remove from bash and hooks
 
 An unknown key or a wrong type is an error naming the file and line.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			items, err := a.projectItems(a.root)
+			if err != nil {
+				return err
+			}
+			d := a.decide(cmd.Context(), a.root, items, false)
+			if d.Apply {
+				a.cfg.ApplyHeld()
+			}
 			settings := a.cfg.Settings()
 			if asJSON {
 				return printJSON(a.stdout, map[string]any{
-					"files":    []string{config.UserFile(a.getenv), config.ProjectFile(a.root)},
-					"settings": settings,
+					"files":     []string{config.UserFile(a.getenv), config.ProjectFile(a.root)},
+					"settings":  settings,
+					"workspace": map[string]any{"root": d.Root, "trust": d.Status, "applied": d.Apply},
 				})
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "KEY\tVALUE\tFROM")
 			for _, s := range settings {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, s.Value, s.Origin)
+				from := s.Origin
+				if s.Ignored {
+					from += " (ignored: workspace not trusted)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, s.Value, from)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "\nfiles read (when present): %s, %s\n", config.UserFile(a.getenv), config.ProjectFile(a.root))
+			switch {
+			case d.Status == trust.StatusNone:
+			case d.Apply:
+				fmt.Fprintf(a.stdout, "workspace %s: trusted (%s)\n", d.Root, d.By)
+			default:
+				fmt.Fprintf(a.stdout, "workspace %s: %s; %d settings ignored (hooks included); 'rein trust' applies them\n", d.Root, d.Status, len(d.Items))
+			}
 			return nil
 		},
 	}

@@ -158,7 +158,8 @@ func (a *app) demo(ctx context.Context, keep bool) error {
 			PromptAdmission: []agent.Hook[agent.Prompt, agent.Admission]{demoAdmission},
 			ToolPre:         []agent.Hook[agent.ToolCallInfo, agent.ToolDecision]{guardHook(pol, guard.DenyAll{})},
 		},
-		Logger: a.log,
+		Logger:   a.log,
+		Redactor: a.red,
 	})
 	if err != nil {
 		return err

@@ -232,7 +232,7 @@ func liveJSON(ev agent.Live) liveEvent {
 
 // runResult is how a prompt ended, and the JSON that --output json prints.
 type runResult struct {
-	Session  string          `json:"session"`
+	Session  string          `json:"session,omitempty"` // empty when nothing was stored
 	PromptID string          `json:"promptID"`
 	Turn     int             `json:"turn,omitempty"`
 	Outcome  string          `json:"outcome"` // completed, blocked, aborted, error, max-tokens, interrupted

@@ -15,7 +15,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/reinhq/rein/config"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/sandbox"
+	"github.com/reinhq/rein/trust"
 )
 
 // app is one invocation of rein: its streams, global flags and the state the
@@ -33,17 +35,22 @@ type app struct {
 	verbose        bool
 	allow, deny    []string
 	networkAccess  bool
+	trustOnce      bool
 
 	log *slog.Logger
 	cfg *config.Config
+	// red masks the keys rein uses in everything it prints or logs;
+	// stdout, stderr and log write through it.
+	red *redact.Redactor
 	// dir is the absolute working directory (--cwd or the process's).
 	dir string
-	// root is the workspace root: the nearest ancestor of dir holding
-	// .rein or .git, else dir.
+	// root is the workspace root of dir (see trust.Root).
 	root string
 	// sandboxes are the OS sandboxes built for session directories.
 	sandboxes map[string]*sandbox.Sandbox
 	noDumpErr error
+	// decisions are the trust decisions of this run, by workspace key.
+	decisions map[string]trust.Decision
 }
 
 // Main runs rein with args and returns the exit code.
@@ -56,7 +63,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// read rein's memory or environment through /proc or ptrace; see
 	// docs/security.md.
 	noDumpErr := sandbox.NoDump()
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	red := redact.New()
+	stdout, stderr = red.Writer(stdout), red.Writer(stderr)
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, red: red}
 	a.noDumpErr = noDumpErr
 	cmd := a.rootCmd()
 	cmd.SetArgs(args)
@@ -114,6 +123,9 @@ Run one turn headless (text streams to stdout):
 Configuration comes from ~/.config/rein/config.toml, then .rein/config.toml in
 the workspace, then REIN_* environment variables, then flags (a later layer
 wins); 'rein config show' prints the result and where each value came from.
+A workspace's own hooks, provider URLs and key variables, wider permission mode
+and [env] keep apply only once you trust it ('rein trust', or --trust for one
+run).
 
 Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 3 prompt blocked, 4 session locked by another process, 130 aborted.`,
@@ -135,7 +147,8 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 	f.StringArrayVar(&a.deny, "deny", nil, "deny tool calls matching `RULE`, e.g. 'Bash(rm -rf*)' or 'Read(~/.ssh/**)' (repeatable; adds to [permissions] deny)")
 	f.BoolVar(&a.networkAccess, "network-access", false, "let bash and hooks use the network in the read-only and workspace-write sandboxes (sandbox.network_access)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging (slog) to stderr")
-	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd())
+	f.BoolVar(&a.trustOnce, "trust", false, "apply this workspace's own hooks, provider URLs and other trust-relevant settings for this run only (see 'rein trust')")
+	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd(), a.trustCmd())
 	return root
 }
 
@@ -145,7 +158,7 @@ func (a *app) setup(cmd *cobra.Command) error {
 	if a.verbose {
 		level = slog.LevelDebug
 	}
-	a.log = slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	a.log = slog.New(a.red.Handler(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level})))
 	slog.SetDefault(a.log)
 
 	dir := a.cwd
@@ -164,12 +177,15 @@ func (a *app) setup(cmd *cobra.Command) error {
 		return usagef("--cwd %s: not a directory", dir)
 	}
 	a.dir = abs
-	a.root = workspaceRoot(abs)
+	a.root = a.workspaceRoot(abs)
 
-	cfg, err := config.Load([]string{config.UserFile(a.getenv), config.ProjectFile(a.root)}, a.getenv)
+	cfg, err := config.Load(config.UserFile(a.getenv), config.ProjectFile(a.root), a.getenv)
 	if err != nil {
 		return err
 	}
+	// Every key rein may use is masked from here on, and kept from tools
+	// and hooks (see envPolicy).
+	a.red.Add(a.keyValues(cfg)...)
 	fl := cmd.Flags()
 	if fl.Changed("model") {
 		if err := cfg.Set("model", a.model, "flag --model"); err != nil {
@@ -204,27 +220,29 @@ func (a *app) setup(cmd *cobra.Command) error {
 	return nil
 }
 
-// workspaceRoot returns the nearest ancestor of dir (itself included) that
-// holds .rein or .git, else dir.
-func workspaceRoot(dir string) string {
-	for d := dir; ; {
-		for _, m := range []string{".rein", ".git"} {
-			if _, err := os.Stat(filepath.Join(d, m)); err == nil {
-				return d
-			}
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return dir
-		}
-		d = parent
-	}
-}
+// workspaceRoot returns the workspace root of dir: the nearest directory
+// upwards holding .rein, .claude or .git, never reaching $HOME from below
+// (see trust.Root).
+func (a *app) workspaceRoot(dir string) string { return trust.Root(dir, a.getenv("HOME")) }
 
-// isTerminal reports whether w is a terminal.
+// isTerminal reports whether w (or the writer it wraps) is a terminal.
 func isTerminal(w io.Writer) bool {
+	for {
+		u, ok := w.(interface{ Unwrap() io.Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// interactive reports whether a person can be asked: stdin and stderr are
+// terminals.
+func (a *app) interactive() bool {
+	f, ok := a.stdin.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd())) && isTerminal(a.stderr)
 }
 
 // readInput returns args joined by spaces, or stdin when there are no args

@@ -152,10 +152,6 @@ func (a *app) run(ctx context.Context, f runFlags, args []string) (err error) {
 		return err
 	}
 
-	prov, model, err := a.resolveModel()
-	if err != nil {
-		return err
-	}
 	dir := a.dir
 	var start int64
 	if id != "" {
@@ -166,9 +162,12 @@ func (a *app) run(ctx context.Context, f runFlags, args []string) (err error) {
 		start = loaded.Log.Len()
 		dir = a.sessionDir(loaded.Log.Header().Cwd)
 	}
-	hooks, err := a.hooks(dir, st)
+	prov, model, hooks, err := a.wire(ctx, dir, st)
 	if err != nil {
 		return err
+	}
+	if id == "" {
+		hooks.PromptAdmission = append([]agent.Hook[agent.Prompt, agent.Admission]{titleHook()}, hooks.PromptAdmission...)
 	}
 	tools, err := a.tools(dir)
 	if err != nil {
@@ -179,12 +178,12 @@ func (a *app) run(ctx context.Context, f runFlags, args []string) (err error) {
 		Provider: prov,
 		Model:    model.Spec(),
 		Tools:    tools,
-		System:   systemSections(dir, workspaceRoot(dir), a.cfg.InstructionsBudget),
+		System:   systemSections(dir, a.workspaceRoot(dir), a.cfg.InstructionsBudget),
 		Cwd:      dir,
-		Title:    titleOf(prompt),
 		Hooks:    hooks,
 		Approver: agentApprover{a.approver()},
 		Logger:   a.log,
+		Redactor: a.red,
 	}
 	a.configureCompaction(&cfg, model.ContextWindow)
 
@@ -274,6 +273,11 @@ func (a *app) run(ctx context.Context, f runFlags, args []string) (err error) {
 		return closeErr
 	}
 	res := out.result(ag.ID())
+	if !ag.Stored() {
+		// Nothing durable happened (a prompt blocked in a new session):
+		// there is no session to name.
+		res.Session = ""
+	}
 	if isTerminal(a.stderr) && f.output == outText {
 		fmt.Fprintf(a.stderr, "session %s · %s in · %s out\n", ag.ID(), kilo(res.Usage.Input), kilo(res.Usage.Output))
 	}
@@ -297,6 +301,9 @@ func (a *app) run(ctx context.Context, f runFlags, args []string) (err error) {
 	case session.ReasonCompleted:
 		return nil
 	case "blocked":
+		if res.Session == "" {
+			return exitWith(res.ExitCode, fmt.Errorf("prompt blocked: %s (nothing was saved)", res.Blocked))
+		}
 		return exitWith(res.ExitCode, fmt.Errorf("prompt blocked: %s (session %s)", res.Blocked, res.Session))
 	case session.ReasonAborted:
 		return exitWith(res.ExitCode, fmt.Errorf("turn aborted (session %s)", res.Session))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +44,7 @@ func (a *app) openStore() (*jsonl.Store, error) {
 func (a *app) resolveModel() (llm.Provider, catalog.Model, error) {
 	cc := catalog.Config{Providers: map[string]catalog.ProviderConfig{}}
 	for name, p := range a.cfg.Providers {
-		pc := catalog.ProviderConfig{BaseURL: p.BaseURL}
+		pc := catalog.ProviderConfig{BaseURL: p.BaseURL, Headers: p.Headers}
 		if p.APIKeyEnv != "" {
 			pc.APIKey = a.getenv(p.APIKeyEnv)
 		}
@@ -61,6 +62,22 @@ func (a *app) resolveModel() (llm.Provider, catalog.Model, error) {
 		m.ContextWindow = a.cfg.ContextWindow
 	}
 	return prov, m, nil
+}
+
+// wire sets up what a turn in dir needs, in this order: the workspace
+// trust decision (the workspace's own settings for the model and the hooks
+// apply only if it is trusted), the model, then the hooks.
+func (a *app) wire(ctx context.Context, dir string, st *jsonl.Store) (llm.Provider, catalog.Model, agent.Hooks, error) {
+	hc, err := a.trustWorkspace(ctx, dir)
+	if err != nil {
+		return nil, catalog.Model{}, agent.Hooks{}, err
+	}
+	prov, model, err := a.resolveModel()
+	if err != nil {
+		return nil, model, agent.Hooks{}, err
+	}
+	hooks, err := a.hooks(dir, hc, st)
+	return prov, model, hooks, err
 }
 
 // noModel is the provider of agents that must never call a model (rein
@@ -201,26 +218,19 @@ func guardHook(p *guard.Policy, ap guard.Approver) agent.Hook[agent.ToolCallInfo
 	}
 }
 
-// hooks loads the command hooks of the workspace and the user, and returns
-// them with the permission guard at the end of ToolPre.
-func (a *app) hooks(dir string, st *jsonl.Store) (agent.Hooks, error) {
+// hooks turns the command hooks hc (as trustWorkspace left them) into the
+// agent's extension points, with the permission guard at the end of
+// ToolPre.
+func (a *app) hooks(dir string, hc *hook.Config, st *jsonl.Store) (agent.Hooks, error) {
 	p, err := a.policy(dir)
 	if err != nil {
 		return agent.Hooks{}, err
 	}
-	root := workspaceRoot(dir)
-	hc, err := hook.Load(hook.LoadOptions{ProjectDir: root, UserConfigDir: a.userConfigDir()})
-	if err != nil {
-		return agent.Hooks{}, err
-	}
-	for _, w := range hc.Warnings {
-		a.log.Warn("hooks: " + w)
-	}
 	rt := hook.Runtime{
 		Sandbox:        a.sandbox(dir),
 		Cwd:            dir,
-		ProjectDir:     root,
-		Env:            tool.SafeEnv(os.Environ(), nil),
+		ProjectDir:     a.workspaceRoot(dir),
+		Env:            a.envPolicy().Environ(os.Environ(), tool.ForConfigured),
 		TranscriptPath: st.Path,
 		Logger:         a.log,
 		Notify:         func(msg string) { fmt.Fprintln(a.stderr, "rein: hook:", msg) },
@@ -255,11 +265,11 @@ func (a *app) userConfigDir() string {
 
 // tools returns the built-in tools for a session in dir: in the sandboxed
 // modes write and edit are confined to the write roots and bash runs in
-// the OS sandbox.
+// the OS sandbox; bash gets the filtered environment.
 func (a *app) tools(dir string) (*tool.Registry, error) {
 	return builtin.Registry(builtin.Options{
 		FS:    fs.Options{Confine: a.sandboxed(), WriteRoots: a.writeRoots(dir)},
-		Shell: shell.Options{Sandbox: a.sandbox(dir)},
+		Shell: shell.Options{Sandbox: a.sandbox(dir), Env: a.envPolicy()},
 	})
 }
 
@@ -347,6 +357,30 @@ func lockedError(id string, err error) error {
 		return exitWith(ExitLocked, fmt.Errorf("session %s is locked: another rein process is running it", id))
 	}
 	return err
+}
+
+// titleHook titles a new session from its first admitted prompt. It runs
+// first in the PromptAdmission chain and titles only once the rest allowed
+// the prompt: a blocked prompt (a pasted secret, say) names nothing.
+func titleHook() agent.Hook[agent.Prompt, agent.Admission] {
+	done := false
+	return func(ctx context.Context, p agent.Prompt, next func(context.Context, agent.Prompt) (agent.Admission, error)) (agent.Admission, error) {
+		adm, err := next(ctx, p)
+		if err != nil || adm.Block || done || ctx.Err() != nil {
+			return adm, err
+		}
+		content := p.Message.Content
+		if adm.Content != nil {
+			content = adm.Content
+		}
+		if t := titleOf(llm.PlainText(content)); t != "" {
+			done = true
+			if terr := p.Agent.SetTitle(t); terr != nil {
+				slog.Debug("session title", "err", terr)
+			}
+		}
+		return adm, nil
+	}
 }
 
 // titleOf makes a session title from a prompt: its first line, cut to 60

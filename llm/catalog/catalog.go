@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,6 +60,8 @@ func (m Model) Spec() string { return m.Provider + ":" + m.Name }
 type ProviderConfig struct {
 	APIKey  string
 	BaseURL string
+	// Headers are added to every request.
+	Headers map[string]string
 }
 
 // Config is explicit configuration; set fields win over the environment.
@@ -90,6 +93,20 @@ var providers = map[string]provider{
 	"anthropic":         {keyEnv: "ANTHROPIC_API_KEY", urlEnv: "ANTHROPIC_BASE_URL", defaultURL: "https://api.anthropic.com", window: 200000, output: 8192},
 	"ollama":            {urlEnv: "OLLAMA_HOST", defaultURL: "http://127.0.0.1:11434", keyOptional: true, window: 32768, output: 8192},
 	"openai-compatible": {keyEnv: "OPENAI_API_KEY", urlEnv: "OPENAI_BASE_URL", keyOptional: true, window: 32768, output: 8192},
+}
+
+// KeyEnvs lists the environment variables the known providers read their
+// API keys from, sorted: the keys rein uses, which no tool or hook may
+// see.
+func KeyEnvs() []string {
+	var out []string
+	for _, p := range providers {
+		if p.keyEnv != "" && !slices.Contains(out, p.keyEnv) {
+			out = append(out, p.keyEnv)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // models is the built-in table of limits, from the providers' model pages.
@@ -187,11 +204,11 @@ func Resolve(spec string, cfg Config, getenv func(string) string) (llm.Provider,
 	m := Lookup(name, model, cfg)
 	switch name {
 	case "anthropic":
-		return anthropic.New(anthropic.Config{Name: name, BaseURL: base, APIKey: key, HTTPClient: cfg.HTTPClient, IdleTimeout: cfg.IdleTimeout, MaxTokens: m.MaxOutput}), m, nil
+		return anthropic.New(anthropic.Config{Name: name, BaseURL: base, APIKey: key, Headers: pc.Headers, HTTPClient: cfg.HTTPClient, IdleTimeout: cfg.IdleTimeout, MaxTokens: m.MaxOutput}), m, nil
 	case "ollama":
 		base = ollamaURL(base)
 	}
-	oc := openai.Config{Name: name, BaseURL: base, APIKey: key, HTTPClient: cfg.HTTPClient, IdleTimeout: cfg.IdleTimeout}
+	oc := openai.Config{Name: name, BaseURL: base, APIKey: key, Headers: pc.Headers, HTTPClient: cfg.HTTPClient, IdleTimeout: cfg.IdleTimeout}
 	switch name {
 	case "deepseek":
 		oc.ReasoningContent = true

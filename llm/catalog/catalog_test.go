@@ -147,3 +147,30 @@ func TestScripted(t *testing.T) {
 		t.Fatal("missing script file accepted")
 	}
 }
+
+func TestHeadersAndKeyEnvs(t *testing.T) {
+	s, err := mock.Start(mock.Script{Replies: []mock.Reply{{Text: "ok"}}, Loop: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i, spec := range []string{"deepseek:deepseek-chat", "anthropic:claude-sonnet-4-5"} {
+		name := strings.Split(spec, ":")[0]
+		base := s.URL
+		if name == "deepseek" {
+			base += "/v1"
+		}
+		p, m, err := Resolve(spec, Config{Providers: map[string]ProviderConfig{name: {APIKey: "k", BaseURL: base, Headers: map[string]string{"X-Team": "core"}}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range p.Stream(context.Background(), &llm.Request{Model: m.Name, Messages: []llm.Message{{Role: llm.RoleUser, Content: llm.Text("hi")}}}) {
+		}
+		if got := s.Requests()[i].Header.Get("X-Team"); got != "core" {
+			t.Errorf("%s: X-Team = %q", spec, got)
+		}
+	}
+	if got := strings.Join(KeyEnvs(), ","); got != "ANTHROPIC_API_KEY,DEEPSEEK_API_KEY,OPENAI_API_KEY" {
+		t.Fatalf("KeyEnvs = %s", got)
+	}
+}

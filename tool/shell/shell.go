@@ -8,9 +8,10 @@
 // is shown as head and tail, and the full output is spilled to a file the
 // model can read. Exit code, signal and timeout are separate Meta fields.
 //
-// The environment comes from Options.Environ (default os.Environ()) with
-// tool.SafeEnv applied, so provider keys and other secrets are not visible
-// to the command.
+// The environment comes from Options.Environ (default os.Environ())
+// filtered by Options.Env (a tool.EnvPolicy, for tool.ForModel), so rein's
+// keys and, by default, credential-looking variables are not visible to the
+// command.
 //
 // With Options.Sandbox the command runs under the OS sandbox (package
 // sandbox): on Linux with Landlock, writes only below the sandbox's roots,
@@ -72,11 +73,11 @@ const (
 // Options configure the bash tool.
 type Options struct {
 	// Environ is the environment commands start from; nil means
-	// os.Environ(). tool.SafeEnv is always applied to it.
+	// os.Environ(). Env is always applied to it.
 	Environ []string
-	// Secrets are further variable names (or path.Match patterns) to
-	// remove, beyond tool.SafeEnv's defaults.
-	Secrets []string
+	// Env filters Environ (as tool.ForModel); the zero policy removes
+	// tool.DefaultDrop.
+	Env tool.EnvPolicy
 	// TempDir is where output spill files go, in a rein-<session>
 	// subdirectory. Empty means os.TempDir().
 	TempDir string
@@ -171,7 +172,7 @@ func (b *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	if environ == nil {
 		environ = os.Environ()
 	}
-	env := append(tool.SafeEnv(environ, b.opts.Secrets), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
+	env := append(b.opts.Env.Environ(environ, tool.ForModel), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
 
 	col := &collector{max: b.opts.MaxOutput, spillDir: filepath.Join(b.opts.TempDir, "rein-"+safeName(call.Env.SessionID)), callID: safeName(call.ID)}
 	defer col.close()

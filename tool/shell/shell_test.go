@@ -91,7 +91,7 @@ func TestSecretsRemoved(t *testing.T) {
 		"OPENAI_API_KEY=sk-openai", "DEEPSEEK_API_KEY=sk-ds", "ANTHROPIC_API_KEY=sk-ant",
 		"GITHUB_TOKEN=ghp", "MY_CUSTOM=custom-secret", "PLAIN=visible",
 	}
-	b := Bash(Options{Environ: parent, Secrets: []string{"MY_CUSTOM"}})
+	b := Bash(Options{Environ: parent, Env: tool.EnvPolicy{Drop: []string{"MY_CUSTOM"}}})
 	res, _ := runBash(t, context.Background(), b, env(t), map[string]any{
 		"command": `echo "o=$OPENAI_API_KEY d=$DEEPSEEK_API_KEY a=$ANTHROPIC_API_KEY g=$GITHUB_TOKEN c=$MY_CUSTOM p=$PLAIN"; env | grep -c sk- || true`,
 	})
