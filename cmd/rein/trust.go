@@ -63,16 +63,26 @@ func (a *app) trustStore() *trust.Store {
 	return trust.NewStore(filepath.Join(dir, trust.FileName))
 }
 
+// heldKinds maps the key prefixes of held settings to their trust kinds;
+// a key matching none is shown under its own first segment.
+var heldKinds = []struct{ prefix, kind string }{
+	{"providers.", trust.KindProvider},
+	{"permission_mode", trust.KindMode},
+	{"env.keep", trust.KindEnvKeep},
+	{"permissions.allow", trust.KindAllow},
+	{"mcp", trust.KindMCP},
+}
+
 // configItems describes the held settings of cfg's workspace file.
 func configItems(cfg *config.Config, root string) []trust.Item {
 	var out []trust.Item
 	for _, h := range cfg.Held() {
-		kind := trust.KindProvider
-		switch h.Key {
-		case "permission_mode":
-			kind = trust.KindMode
-		case "env.keep":
-			kind = trust.KindEnvKeep
+		kind, _, _ := strings.Cut(h.Key, ".")
+		for _, k := range heldKinds {
+			if strings.HasPrefix(h.Key, k.prefix) {
+				kind = k.kind
+				break
+			}
 		}
 		out = append(out, trust.Item{Kind: kind, Key: h.Key, Value: h.Value, Origin: relTo(root, h.Origin)})
 	}
@@ -173,13 +183,14 @@ func (a *app) decide(ctx context.Context, root string, items []trust.Item, ask b
 	return d
 }
 
-// projectItems reads root's workspace settings that need trust.
+// projectItems reads root's workspace settings that need trust, as a run
+// would see them (the user's settings may ask for .claude hooks).
 func (a *app) projectItems(root string) ([]trust.Item, error) {
-	cfg, err := config.Load("", config.ProjectFile(root), func(string) string { return "" })
+	cfg, err := config.Load(config.UserFile(a.getenv), config.ProjectFile(root), a.getenv)
 	if err != nil {
 		return nil, err
 	}
-	hc, err := hook.Load(hook.LoadOptions{ProjectDir: root, UserConfigDir: "-"})
+	hc, err := hook.Load(hook.LoadOptions{ProjectDir: root, UserConfigDir: a.userConfigDir()})
 	if err != nil {
 		return nil, err
 	}
