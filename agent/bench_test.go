@@ -6,6 +6,7 @@ import (
 	"iter"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/bench"
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/jsonl"
@@ -241,28 +243,27 @@ func heap() int64 {
 	return int64(m.HeapAlloc + m.StackInuse)
 }
 
-// BenchmarkStepFlatness runs the same steps on a session of 100 prior
-// events and one of 100,000, interleaved in rounds so that machine load
-// hits both alike, and reports the per-step time and allocations of each
-// and their ratio (target: time ratio <= 1.3, allocations equal).
-func BenchmarkStepFlatness(b *testing.B) {
-	type side struct {
-		st    store.Store
-		count int64
-		a     *agent.Agent
-		fork  int
-		ns    time.Duration
-		mall  uint64
-		steps int
-	}
+// benchSide is one agent of an interleaved benchmark: its store (seeded
+// with prior events), configuration and totals.
+type benchSide struct {
+	st    store.Store
+	count int64
+	red   *redact.Redactor
+	a     *agent.Agent
+	fork  int
+	ns    time.Duration
+	mall  uint64
+	steps int
+}
+
+// interleave runs the same turns on each side, in rounds of 50 turns (100
+// steps), alternating which side goes first, so that machine load hits all
+// alike; each agent is a fork of its
+// seed, warmed up with 10 turns and replaced every 500 steps.
+func interleave(b *testing.B, sides ...*benchSide) {
 	reg, _ := tool.NewRegistry(probe("t", tool.Parallel, func(ctx context.Context, c tool.Call) (tool.Result, error) {
 		return tool.TextResult("ok"), nil
 	}))
-	mk := func(n int) *side {
-		s := &side{st: memstore.New(memstore.Options{})}
-		_, s.count = seedSession(b, s.st, "base", n)
-		return s
-	}
 	turn := func(a *agent.Agent) {
 		if _, err := a.Send(agent.Message{Content: llm.Text("go")}); err != nil {
 			b.Fatal(err)
@@ -271,13 +272,13 @@ func BenchmarkStepFlatness(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	reopen := func(s *side) {
+	reopen := func(s *benchSide) {
 		if s.a != nil {
 			_ = s.a.Close(context.Background())
 			_ = s.st.Delete(context.Background(), s.a.ID()) // keep the heap at one session
 		}
 		s.fork++
-		cfg := agent.Config{Provider: &instantProvider{}, Model: "scripted:bench", Tools: reg, System: []agent.Section{{Text: "sys"}}, SessionID: fmt.Sprintf("f%d", s.fork)}
+		cfg := agent.Config{Provider: &instantProvider{}, Model: "scripted:bench", Tools: reg, System: []agent.Section{{Text: "sys"}}, SessionID: fmt.Sprintf("f%d", s.fork), Redactor: s.red}
 		a, err := agent.Fork(context.Background(), s.st, "base", s.count-1, cfg)
 		if err != nil {
 			b.Fatal(err)
@@ -287,11 +288,14 @@ func BenchmarkStepFlatness(b *testing.B) {
 		}
 		s.a = a
 	}
-	small, large := mk(100), mk(100_000)
-	const round = 50 // turns per side per round (100 steps)
+	const round = 50
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for _, s := range []*side{small, large} {
+		order := slices.Clone(sides)
+		if i%2 == 1 { // neither side always runs first
+			slices.Reverse(order)
+		}
+		for _, s := range order {
 			if s.steps%500 == 0 {
 				b.StopTimer()
 				reopen(s)
@@ -310,15 +314,47 @@ func BenchmarkStepFlatness(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	for _, s := range []*side{small, large} {
+	for _, s := range sides {
 		_ = s.a.Close(context.Background())
 	}
-	per := func(s *side) float64 { return float64(s.ns.Nanoseconds()) / float64(s.steps) }
-	b.ReportMetric(per(small), "ns/step@100")
-	b.ReportMetric(per(large), "ns/step@100k")
-	b.ReportMetric(per(large)/per(small), "time-ratio")
-	b.ReportMetric(float64(small.mall)/float64(small.steps), "allocs/step@100")
-	b.ReportMetric(float64(large.mall)/float64(large.steps), "allocs/step@100k")
-	b.ReportMetric(1e9/per(small), "steps/s@100")
-	b.ReportMetric(1e9/per(large), "steps/s@100k")
+}
+
+func newSide(b *testing.B, prior int, red *redact.Redactor) *benchSide {
+	s := &benchSide{st: memstore.New(memstore.Options{}), red: red}
+	_, s.count = seedSession(b, s.st, "base", prior)
+	return s
+}
+
+func (s *benchSide) perStep() float64 { return float64(s.ns.Nanoseconds()) / float64(s.steps) }
+func (s *benchSide) allocs() float64  { return float64(s.mall) / float64(s.steps) }
+
+// BenchmarkStepFlatness runs the same steps on a session of 100 prior
+// events and one of 100,000, interleaved, and reports the per-step time and
+// allocations of each and their ratio (target: time ratio <= 1.3,
+// allocations equal).
+func BenchmarkStepFlatness(b *testing.B) {
+	small, large := newSide(b, 100, nil), newSide(b, 100_000, nil)
+	interleave(b, small, large)
+	b.ReportMetric(small.perStep(), "ns/step@100")
+	b.ReportMetric(large.perStep(), "ns/step@100k")
+	b.ReportMetric(large.perStep()/small.perStep(), "time-ratio")
+	b.ReportMetric(small.allocs(), "allocs/step@100")
+	b.ReportMetric(large.allocs(), "allocs/step@100k")
+	b.ReportMetric(1e9/small.perStep(), "steps/s@100")
+	b.ReportMetric(1e9/large.perStep(), "steps/s@100k")
+}
+
+// BenchmarkStepRedacted measures what masking secrets costs a step: the
+// same steps with and without a Redactor that knows three keys (none of
+// which occurs, the common case: every event is encoded once more and
+// searched), interleaved. Target: time ratio <= 1.25.
+func BenchmarkStepRedacted(b *testing.B) {
+	plain := newSide(b, 100, nil)
+	red := newSide(b, 100, redact.New("sk-bench-0123456789abcdef0123", "sk-ant-bench-0123456789abcdef", "ds-bench-0123456789abcdef0123"))
+	interleave(b, plain, red)
+	b.ReportMetric(plain.perStep(), "ns/step")
+	b.ReportMetric(red.perStep(), "ns/step-redacted")
+	b.ReportMetric(red.perStep()/plain.perStep(), "time-ratio")
+	b.ReportMetric(plain.allocs(), "allocs/step")
+	b.ReportMetric(red.allocs(), "allocs/step-redacted")
 }
