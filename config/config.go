@@ -407,8 +407,8 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 // directory to write, a variable to keep). The other lists only narrow.
 var widens = []string{"permissions.allow", "sandbox.writable_roots", "env.keep"}
 
-// validPattern is tool.ValidEnvPattern (this package does not import tool):
-// a non-empty path.Match pattern without "/" or "=".
+// validPattern reports whether p is a pattern tool.EnvPolicy can use: a
+// non-empty path.Match pattern without "/" or "=".
 func validPattern(p string) bool {
 	if p == "" || strings.ContainsAny(p, "/=") {
 		return false

@@ -95,13 +95,3 @@ func matchAny(patterns []string, name string) bool {
 	}
 	return false
 }
-
-// ValidEnvPattern reports whether pattern is a well-formed pattern for
-// EnvPolicy (path.Match syntax, no "/").
-func ValidEnvPattern(pattern string) bool {
-	if pattern == "" || strings.ContainsAny(pattern, "/=") {
-		return false
-	}
-	_, err := path.Match(pattern, "")
-	return err == nil
-}
