@@ -288,3 +288,25 @@ func TestKeyEnvsKeepOverriddenNames(t *testing.T) {
 		t.Fatalf("provider %+v, KeyEnvs %v", c.Providers["deepseek"], c.KeyEnvs())
 	}
 }
+
+// A workspace file's allow rules wait for trust; its ask and deny rules,
+// and closing the network, apply at once.
+func TestProjectRulesHeldByKind(t *testing.T) {
+	dir := t.TempDir()
+	user := write(t, dir, "user.toml", "[sandbox]\nnetwork_access = true\n")
+	proj := write(t, dir, "proj.toml", "[permissions]\nallow = [\"Bash(*)\"]\nask = [\"Bash(git push:*)\"]\ndeny = [\"Bash(rm:*)\"]\n\n[sandbox]\nnetwork_access = false\n")
+	c, err := config.Load(user, proj, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Permissions.Allow) != 0 || len(c.Permissions.Ask) != 1 || len(c.Permissions.Deny) != 1 || c.NetworkAccess {
+		t.Fatalf("untrusted: %+v, network %v", c.Permissions, c.NetworkAccess)
+	}
+	if h := c.Held(); len(h) != 1 || h[0].Key != "permissions.allow" || h[0].Origin != proj+":2" {
+		t.Fatalf("held %+v", h)
+	}
+	c.ApplyHeld()
+	if strings.Join(c.Permissions.Allow, ",") != "Bash(*)" || c.ListOrigin("permissions.allow")[0].Origin != proj+":2" {
+		t.Fatalf("trusted: %+v", c.Permissions)
+	}
+}

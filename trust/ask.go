@@ -97,6 +97,8 @@ func heading(kind string) string {
 		return "raise the permission mode"
 	case KindAllow:
 		return "allow tool calls without asking"
+	case KindSandbox:
+		return "widen the sandbox of bash and hooks"
 	case KindEnvKeep:
 		return "pass these environment variables to tools"
 	case KindMCP:

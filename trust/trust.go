@@ -3,7 +3,8 @@
 // user trusts it. In an untrusted workspace the project's settings that can
 // run code, redirect credentials or widen permissions (hook commands,
 // provider base URLs, key variables and headers, a more permissive mode,
-// allow rules, kept environment variables, MCP servers) are not applied;
+// allow rules, a wider sandbox, kept environment variables, MCP servers)
+// are not applied;
 // harmless ones (model name, instructions, context window) are.
 //
 // The package knows no config format: callers describe what a project asks
@@ -38,6 +39,8 @@ const (
 	KindMode = "permission-mode"
 	// KindAllow is a permission rule that allows tool calls.
 	KindAllow = "allow-rule"
+	// KindSandbox widens the OS sandbox: a writable root, network access.
+	KindSandbox = "sandbox"
 	// KindEnvKeep is a variable kept in the tools' environment although
 	// rein would remove it.
 	KindEnvKeep = "env-keep"
@@ -45,7 +48,7 @@ const (
 	KindMCP = "mcp-server"
 )
 
-var kindOrder = []string{KindHook, KindProvider, KindMode, KindAllow, KindEnvKeep, KindMCP}
+var kindOrder = []string{KindHook, KindProvider, KindMode, KindAllow, KindSandbox, KindEnvKeep, KindMCP}
 
 // Item is one trust-relevant setting of a project.
 type Item struct {

@@ -33,7 +33,8 @@ Layers, each overriding the one before:
 
 In a workspace you have not trusted (see 'rein trust'), the workspace file's
 provider base_url, api_key_env and headers, a permission_mode more permissive
-than yours and [env] keep are listed as ignored and do not apply.
+than yours, [permissions] allow, [sandbox] writable_roots and network_access =
+true, and [env] keep are listed as ignored and do not apply.
 
 Keys (TOML):
   model = "deepseek:deepseek-chat"      # provider:model, or scripted:FILE

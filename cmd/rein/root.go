@@ -123,9 +123,9 @@ Run one turn headless (text streams to stdout):
 Configuration comes from ~/.config/rein/config.toml, then .rein/config.toml in
 the workspace, then REIN_* environment variables, then flags (a later layer
 wins); 'rein config show' prints the result and where each value came from.
-A workspace's own hooks, provider URLs and key variables, wider permission mode
-and [env] keep apply only once you trust it ('rein trust', or --trust for one
-run).
+A workspace's own hooks, provider URLs and key variables, wider permission mode,
+allow rules, writable roots, network access and [env] keep apply only once you
+trust it ('rein trust', or --trust for one run).
 
 Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 3 prompt blocked, 4 session locked by another process, 130 aborted.`,
@@ -147,7 +147,7 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 	f.StringArrayVar(&a.deny, "deny", nil, "deny tool calls matching `RULE`, e.g. 'Bash(rm -rf*)' or 'Read(~/.ssh/**)' (repeatable; adds to [permissions] deny)")
 	f.BoolVar(&a.networkAccess, "network-access", false, "let bash and hooks use the network in the read-only and workspace-write sandboxes (sandbox.network_access)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging (slog) to stderr")
-	f.BoolVar(&a.trustOnce, "trust", false, "apply this workspace's own hooks, provider URLs and other trust-relevant settings for this run only (see 'rein trust')")
+	f.BoolVar(&a.trustOnce, "trust", false, "apply this workspace's own hooks, provider URLs, allow rules and other trust-relevant settings for this run only (see 'rein trust')")
 	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd(), a.trustCmd())
 	return root
 }

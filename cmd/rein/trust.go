@@ -70,6 +70,7 @@ var heldKinds = []struct{ prefix, kind string }{
 	{"permission_mode", trust.KindMode},
 	{"env.keep", trust.KindEnvKeep},
 	{"permissions.allow", trust.KindAllow},
+	{"sandbox.", trust.KindSandbox},
 	{"mcp", trust.KindMCP},
 }
 
@@ -211,6 +212,8 @@ send your API key elsewhere or widen permissions:
   - hooks in .rein/settings.json (and .claude/settings.json)
   - providers.NAME.base_url, api_key_env and headers in .rein/config.toml
   - a permission_mode more permissive than yours
+  - [permissions] allow rules
+  - [sandbox] writable_roots and network_access = true
   - [env] keep patterns
 
 Everything else (model, context window, instructions) applies either way.
