@@ -169,7 +169,7 @@ func TestOpenWatchdogAndCancel(t *testing.T) {
 			for i := 1; i <= 5; i++ {
 				fmt.Fprintf(w, "data: %d\n\n", i)
 				w.(http.Flusher).Flush()
-				time.Sleep(30 * time.Millisecond)
+				time.Sleep(60 * time.Millisecond)
 			}
 		case "/teapot":
 			w.Header().Set("Retry-After", "2")
@@ -195,9 +195,10 @@ func TestOpenWatchdogAndCancel(t *testing.T) {
 		t.Fatalf("stalled headers: %v, want timeout", e)
 	}
 
-	// Body progress re-arms the watchdog: five events 30ms apart outlast a
-	// 80ms idle, then the stall fires it.
-	s, e := get(context.Background(), "/stall-body", 80*time.Millisecond)
+	// Body progress re-arms the watchdog: five events 60ms apart (300ms in
+	// all) outlast a 250ms idle, then the stall fires it. The gaps leave
+	// 190ms of slack for a loaded machine.
+	s, e := get(context.Background(), "/stall-body", 250*time.Millisecond)
 	if e != nil {
 		t.Fatal(e)
 	}
