@@ -14,6 +14,7 @@ package store
 import (
 	"context"
 	"errors"
+	"iter"
 	"strconv"
 	"time"
 
@@ -35,6 +36,11 @@ var (
 	ErrSeq = errors.New("store: seq gap")
 	// ErrUnreadable: the store's directory or a session cannot be read.
 	ErrUnreadable = errors.New("store: unreadable")
+	// ErrLeaseLost: the writer's hold on its session was a lease (a store
+	// shared by several machines) and it ran out or was taken over by
+	// another writer. Nothing more can be written through that writer;
+	// Open the session again to continue it.
+	ErrLeaseLost = errors.New("store: session lease lost")
 )
 
 // Store is a session backend. Implementations are safe for concurrent use.
@@ -87,6 +93,67 @@ type Writer interface {
 	Flush(ctx context.Context) error
 	// Close flushes and releases the lock. Further calls return ErrClosed.
 	Close() error
+}
+
+// Leased is implemented by writers whose hold on the session is a lease
+// that can be lost while the writer is open (store/postgres): the holder
+// stopped renewing it in time (paused, partitioned, slow), and another
+// writer may have taken the session over. Lost is closed once that has
+// happened; from then on Append and Flush fail with ErrLeaseLost, nothing
+// of a failed batch is stored, and Close returns ErrLeaseLost too. An agent
+// running the session must stop.
+type Leased interface {
+	Lost() <-chan struct{}
+}
+
+// Follower is implemented by stores whose sessions can be watched while
+// another process (maybe on another machine) appends to them.
+type Follower interface {
+	// Follow yields session id's durable events from seq from on, in
+	// order, then each later event as soon as it is durable, whoever
+	// appends it. It ends when ctx ends (yielding ctx's error last) or on
+	// an error (ErrNotFound when the session does not exist or is
+	// deleted). The yielded events' Data belong to the caller.
+	Follow(ctx context.Context, id string, from int64) iter.Seq2[session.Event, error]
+}
+
+// Pager is implemented by stores that list sessions a page at a time.
+type Pager interface {
+	// ListPage returns up to opts.Limit summaries, newest update first,
+	// starting after opts.Cursor, and the cursor of the next page ("" when
+	// this page is the last).
+	ListPage(ctx context.Context, opts PageOptions) (infos []Info, next string, err error)
+}
+
+// Searcher is implemented by stores with a full-text index over message
+// text (user, steering and assistant messages, tool results).
+type Searcher interface {
+	// Search returns up to opts.Limit events whose text matches query,
+	// best match first, starting after opts.Cursor, and the cursor of the
+	// next page ("" when this page is the last). The query syntax is the
+	// backend's (store/postgres: words, "quoted phrases", -excluded, or).
+	Search(ctx context.Context, query string, opts PageOptions) (hits []Hit, next string, err error)
+}
+
+// PageOptions select one page of a listing or a search.
+type PageOptions struct {
+	// Limit is the page size; 0 means 50.
+	Limit int
+	// Cursor continues after the page that returned it; "" starts at the
+	// beginning.
+	Cursor string
+	// Cwd, when set, keeps only sessions whose working directory it is.
+	Cwd string
+}
+
+// Hit is one event found by Search.
+type Hit struct {
+	Session string
+	Seq     int64
+	Type    session.Type
+	Time    time.Time
+	// Text is the event's message text.
+	Text string
 }
 
 // LoadOptions tune Load.
