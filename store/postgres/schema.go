@@ -1,0 +1,126 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// migrations are the schema's versions: migrations[i] takes the schema from
+// version i to i+1. Never edit a released one; append a new one.
+//
+// Tables are created in the first schema of the connection's search_path,
+// so one database can hold several independent stores (add search_path to
+// the URL).
+var migrations = []string{
+	// 1: sessions, events, lease tokens, the search index.
+	`
+CREATE TABLE rein_sessions (
+	id            text PRIMARY KEY,
+	header        bytea NOT NULL,            -- the JSONL header line, without its newline
+	cwd           text NOT NULL,
+	parent        text NOT NULL DEFAULT '',
+	created_at    timestamptz NOT NULL,
+	-- Summary of the events, kept by every append (and recomputed by Open):
+	title         text NOT NULL,             -- the latest session/title, else the header's
+	updated_at    timestamptz NOT NULL,      -- the last event's time, else created_at
+	next_seq      bigint NOT NULL DEFAULT 0, -- the number of events
+	turns         integer NOT NULL DEFAULT 0,
+	size          bigint NOT NULL,           -- bytes of the session as a JSONL file
+	-- The writer's lease: a session is held while lease_expires is in the
+	-- future (the server's clock); lease_token fences the holder's writes.
+	lease_token   bigint NOT NULL DEFAULT 0,
+	lease_holder  text,
+	lease_expires timestamptz
+);
+CREATE INDEX rein_sessions_updated ON rein_sessions (updated_at DESC, id);
+CREATE INDEX rein_sessions_cwd ON rein_sessions (cwd, updated_at DESC, id);
+
+CREATE TABLE rein_events (
+	session_id text NOT NULL,
+	seq        bigint NOT NULL,               -- the line's position: the event's seq in a sound log
+	type       text,                          -- NULL for a line that did not parse (imported or damaged)
+	line       bytea NOT NULL,                -- the event's JSONL line, byte for byte, without its newline
+	tsv        tsvector,                      -- message text, for search; NULL for other events
+	PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX rein_events_tsv ON rein_events USING gin (tsv) WHERE tsv IS NOT NULL;
+
+-- Fencing tokens: one sequence for every session, so that a token is never
+-- reused, not even by a session created again under a deleted one's id.
+CREATE SEQUENCE rein_lease_tokens;
+`,
+}
+
+// SchemaVersion is the schema version this package writes.
+var SchemaVersion = len(migrations)
+
+// ErrSchema reports a database whose schema this rein cannot use: newer
+// than it knows, or (with Options.NoMigrate) older.
+var ErrSchema = errors.New("postgres: schema version mismatch")
+
+// migrationLock is the advisory lock key that serialises migrations of
+// every store in a database.
+const migrationLock = 0x7265696e // "rein"
+
+// migrate brings the schema to SchemaVersion (or, with check, only checks
+// it) and returns the versions before and after.
+func migrate(ctx context.Context, conn *pgx.Conn, check bool) (from, to int, err error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLock); err != nil {
+		return 0, 0, err
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT to_regclass('rein_migrations') IS NOT NULL").Scan(&exists); err != nil {
+		return 0, 0, err
+	}
+	if exists {
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM rein_migrations").Scan(&from); err != nil {
+			return 0, 0, err
+		}
+	}
+	switch {
+	case from > SchemaVersion:
+		return from, from, fmt.Errorf("%w: the database is at version %d, this rein knows up to %d: upgrade rein", ErrSchema, from, SchemaVersion)
+	case from == SchemaVersion:
+		return from, from, nil
+	case check:
+		return from, from, fmt.Errorf("%w: the database is at version %d, this rein needs %d: run 'rein store migrate'", ErrSchema, from, SchemaVersion)
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, `CREATE TABLE rein_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return from, from, err
+		}
+	}
+	for v := from; v < SchemaVersion; v++ {
+		if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+			return from, from, fmt.Errorf("postgres: migration %d: %w", v+1, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO rein_migrations (version) VALUES ($1)", v+1); err != nil {
+			return from, from, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return from, from, err
+	}
+	return from, SchemaVersion, nil
+}
+
+// Migrate brings the schema of the database at url to SchemaVersion and
+// returns the versions before and after. Open does the same unless
+// Options.NoMigrate is set; Migrate is for running it explicitly (as a
+// role allowed to change the schema).
+func Migrate(ctx context.Context, url string) (from, to int, err error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return 0, 0, fmt.Errorf("postgres: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	return migrate(ctx, conn, false)
+}

@@ -1,0 +1,119 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
+)
+
+// defaultPage is the page size when PageOptions.Limit is 0; maxPage caps
+// it.
+const (
+	defaultPage = 50
+	maxPage     = 1000
+)
+
+func pageSize(n int) int {
+	if n <= 0 {
+		return defaultPage
+	}
+	return min(n, maxPage)
+}
+
+// errCursor reports a cursor this store did not hand out.
+func errCursor(c string) error { return fmt.Errorf("postgres: invalid page cursor %q", c) }
+
+// ListPage implements store.Pager: keyset pages over (updated_at desc, id),
+// served by an index, so every page costs the same however deep it is.
+func (s *Store) ListPage(ctx context.Context, opts store.PageOptions) ([]store.Info, string, error) {
+	n := pageSize(opts.Limit)
+	var after *time.Time
+	var afterID string
+	if opts.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(opts.Cursor)
+		us, id, ok := strings.Cut(string(raw), " ")
+		v, perr := strconv.ParseInt(us, 10, 64)
+		if err != nil || !ok || perr != nil {
+			return nil, "", errCursor(opts.Cursor)
+		}
+		t := time.UnixMicro(v).UTC()
+		after, afterID = &t, id
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+infoColumns+` FROM rein_sessions
+WHERE ($1 = '' OR cwd = $1)
+	AND ($2::timestamptz IS NULL OR updated_at < $2 OR (updated_at = $2 AND id > $3))
+ORDER BY updated_at DESC, id LIMIT $4`, opts.Cwd, after, afterID, n+1)
+	if err != nil {
+		return nil, "", unreadable(err)
+	}
+	infos, err := pgx.CollectRows(rows, scanInfo)
+	if err != nil {
+		return nil, "", unreadable(err)
+	}
+	if len(infos) <= n {
+		return infos, "", nil
+	}
+	infos = infos[:n]
+	last := infos[n-1]
+	next := base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(last.UpdatedAt.UnixMicro(), 10) + " " + last.ID))
+	return infos, next, nil
+}
+
+// Search implements store.Searcher over the message text index
+// ('simple' configuration: words are lower-cased, not stemmed). The query
+// is web-search syntax: words (all must match), "a phrase", -word, or.
+// Hits come best first (ts_rank), then by session and seq; the cursor is
+// an offset.
+func (s *Store) Search(ctx context.Context, query string, opts store.PageOptions) ([]store.Hit, string, error) {
+	n := pageSize(opts.Limit)
+	off := 0
+	if opts.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(opts.Cursor)
+		v, perr := strconv.Atoi(strings.TrimPrefix(string(raw), "o"))
+		if err != nil || perr != nil || v < 0 || !strings.HasPrefix(string(raw), "o") {
+			return nil, "", errCursor(opts.Cursor)
+		}
+		off = v
+	}
+	rows, err := s.pool.Query(ctx, `
+WITH q AS (SELECT websearch_to_tsquery('simple', $1) AS q)
+SELECT e.session_id, e.seq, e.line FROM rein_events e, q
+WHERE e.tsv @@ q.q AND e.tsv IS NOT NULL
+	AND ($2 = '' OR e.session_id IN (SELECT id FROM rein_sessions WHERE cwd = $2))
+ORDER BY ts_rank(e.tsv, q.q) DESC, e.session_id, e.seq
+LIMIT $3 OFFSET $4`, query, opts.Cwd, n+1, off)
+	if err != nil {
+		return nil, "", unreadable(err)
+	}
+	defer rows.Close()
+	var hits []store.Hit
+	for rows.Next() {
+		var h store.Hit
+		var line []byte
+		if err := rows.Scan(&h.Session, &h.Seq, &line); err != nil {
+			return nil, "", unreadable(err)
+		}
+		if ev, err := session.ParseLine(line); err == nil {
+			h.Type, h.Time = ev.Type, ev.Time
+			if t := messageText(ev); t != nil {
+				h.Text = *t
+			}
+		}
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", unreadable(err)
+	}
+	if len(hits) <= n {
+		return hits, "", nil
+	}
+	return hits[:n], base64.RawURLEncoding.EncodeToString([]byte("o" + strconv.Itoa(off+n))), nil
+}

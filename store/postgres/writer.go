@@ -1,0 +1,549 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
+)
+
+// writer appends to one session while it holds the session's lease. Its
+// commits follow the JSONL writer's group commit: the first Append to find
+// no commit running becomes the committer and stores every queued batch in
+// one statement; batches queued meanwhile go in the next.
+type writer struct {
+	s     *Store
+	id    string
+	hdr   session.Header
+	token int64
+
+	lost     chan struct{} // closed once the lease is lost
+	quit     chan struct{} // closed by Close (or abandon): renewals stop
+	renewing sync.WaitGroup
+	stopOnce sync.Once
+
+	mu         sync.Mutex
+	closed     bool
+	lostErr    error // set (wrapping store.ErrLeaseLost) when lost is closed
+	broken     error // a commit's outcome could not be learnt
+	committing bool
+	queue      []*req
+	next       int64     // seq the next accepted batch must start at
+	stored     int64     // events stored
+	deadline   time.Time // the lease surely holds until then (our clock)
+}
+
+type req struct {
+	events   []session.Event
+	lines    [][]byte // each event's line, without its newline
+	texts    []*string
+	wake     chan struct{} // one send: finished, or "commit now"
+	finished bool
+	err      error
+}
+
+var _ store.Leased = (*writer)(nil)
+
+// ignoreDeadline makes writers ignore their own lease deadline, so that
+// only the server's fencing stops a writer after a pause (tests set it to
+// exercise exactly that).
+var ignoreDeadline = false
+
+// newWriter returns the writer of a lease taken by a request sent at sent
+// (the lease runs at least LeaseTTL from then) and starts its renewals.
+func (s *Store) newWriter(h session.Header, token, stored int64, sent time.Time) *writer {
+	w := &writer{s: s, id: h.ID, hdr: h, token: token, next: stored, stored: stored,
+		lost: make(chan struct{}), quit: make(chan struct{}), deadline: sent.Add(s.opts.LeaseTTL)}
+	w.renewing.Add(1)
+	go w.renewLoop()
+	return w
+}
+
+// Header implements store.Writer.
+func (w *writer) Header() session.Header { return w.hdr }
+
+// Lost implements store.Leased.
+func (w *writer) Lost() <-chan struct{} { return w.lost }
+
+// Token returns the lease's fencing token.
+func (w *writer) Token() int64 { return w.token }
+
+// loseLocked records that the lease is gone. w.mu held.
+func (w *writer) loseLocked(why string) error {
+	if w.lostErr == nil {
+		w.lostErr = fmt.Errorf("%w: session %s: %s", store.ErrLeaseLost, w.id, why)
+		close(w.lost)
+	}
+	return w.lostErr
+}
+
+func (w *writer) lose(why string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.loseLocked(why)
+}
+
+// extend records a successful renewal or append sent at sent.
+func (w *writer) extend(sent time.Time) {
+	w.mu.Lock()
+	if w.lostErr == nil {
+		if d := sent.Add(w.s.opts.LeaseTTL); d.After(w.deadline) {
+			w.deadline = d
+		}
+	}
+	w.mu.Unlock()
+}
+
+// renewLoop renews the lease every RenewEvery, sooner after a failed try,
+// until the writer closes or the lease is lost. A lease not renewed by its
+// deadline (our clock, conservatively behind the server's expiry) is lost:
+// after a pause longer than the lease the writer gives up before trying.
+func (w *writer) renewLoop() {
+	defer w.renewing.Done()
+	every := w.s.opts.RenewEvery
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.quit:
+			return
+		case <-w.lost:
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		deadline := w.deadline
+		w.mu.Unlock()
+		sent := time.Now()
+		if ignoreDeadline {
+			deadline = sent.Add(w.s.opts.LeaseTTL)
+		}
+		if !sent.Before(deadline) {
+			w.lose("not renewed in time")
+			return
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		tag, err := w.s.pool.Exec(ctx, `
+UPDATE rein_sessions SET lease_expires = now() + $3 * interval '1 millisecond'
+WHERE id = $1 AND lease_token = $2 AND lease_expires > now()`, w.id, w.token, ms(w.s.opts.LeaseTTL))
+		cancel()
+		switch {
+		case err == nil && tag.RowsAffected() == 1:
+			w.extend(sent)
+			t.Reset(every)
+		case err == nil:
+			w.lose("expired or taken over by another writer")
+			return
+		default:
+			// The server did not answer: try again soon, until the
+			// deadline says the lease may be gone.
+			t.Reset(min(every, time.Until(deadline)/4+time.Millisecond))
+		}
+	}
+}
+
+// Append implements store.Writer. The batch is encoded (and its message
+// text extracted for the search index) before it is queued; ctx is
+// honoured only until then. A batch is stored whole or not at all, and only
+// while the lease holds: store.ErrLeaseLost otherwise. When a commit fails,
+// its batches and every batch queued behind them fail; the caller may retry
+// from the first failed seq.
+func (w *writer) Append(ctx context.Context, batch []session.Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(batch) == 0 {
+		return w.Flush(ctx)
+	}
+	r := &req{events: batch, lines: make([][]byte, len(batch)), texts: make([]*string, len(batch)), wake: make(chan struct{}, 1)}
+	n := 0
+	for i := range batch {
+		n += 96 + len(batch[i].Data)
+	}
+	buf := make([]byte, 0, n)
+	for i, ev := range batch {
+		if i > 0 && ev.Seq != batch[i-1].Seq+1 {
+			return fmt.Errorf("%w: batch seq %d follows %d", store.ErrSeq, ev.Seq, batch[i-1].Seq)
+		}
+		if err := oneLine(ev); err != nil {
+			return err
+		}
+		start := len(buf)
+		buf = ev.AppendLine(buf)
+		r.lines[i] = buf[start : len(buf)-1 : len(buf)-1]
+		r.texts[i] = messageText(ev)
+	}
+	w.mu.Lock()
+	switch {
+	case w.closed:
+		w.mu.Unlock()
+		return fmt.Errorf("%w: session %s", store.ErrClosed, w.id)
+	case w.lostErr != nil:
+		err := w.lostErr
+		w.mu.Unlock()
+		return err
+	case w.broken != nil:
+		err := w.broken
+		w.mu.Unlock()
+		return err
+	case batch[0].Seq != w.next:
+		next := w.next
+		w.mu.Unlock()
+		return fmt.Errorf("%w: batch starts at seq %d, want %d", store.ErrSeq, batch[0].Seq, next)
+	}
+	w.next += int64(len(batch))
+	return w.enqueue(r)
+}
+
+// oneLine refuses an event whose line would not read back as one event
+// (the JSONL store's rule, kept so that every session exports to a file
+// that loads): data holding a newline, or a type that is not a plain name.
+func oneLine(ev session.Event) error {
+	if bytes.IndexByte(ev.Data, '\n') >= 0 {
+		return fmt.Errorf("%w: seq %d: data holds a newline; encode it compactly", session.ErrCorrupt, ev.Seq)
+	}
+	for i := 0; i < len(ev.Type); i++ {
+		if c := ev.Type[i]; c < 0x20 || c == '"' || c == '\\' || c == 0x7f {
+			return fmt.Errorf("%w: seq %d: type %q is not a plain name", session.ErrCorrupt, ev.Seq, ev.Type)
+		}
+	}
+	return nil
+}
+
+// maxText caps the message text indexed per event (a tsvector holds at
+// most 1 MB; the start of a long tool result is what a search needs).
+const maxText = 64 << 10
+
+// messageText returns the text the search index holds for ev: the text of
+// user, steering and assistant messages and tool results; nil for other
+// events.
+func messageText(ev session.Event) *string {
+	switch ev.Type {
+	case session.TypeUserMessage, session.TypeSteeringMessage, session.TypeAssistantMessage, session.TypeToolResult:
+	default:
+		return nil
+	}
+	p, err := ev.Decode()
+	if err != nil {
+		return nil
+	}
+	var parts []llm.Part
+	switch m := p.(type) {
+	case *session.UserMessage:
+		parts = m.Content
+	case *session.SteeringMessage:
+		parts = m.Content
+	case *session.AssistantMessage:
+		parts = m.Content
+	case *session.ToolResult:
+		parts = m.Content
+	}
+	t := llm.PlainText(parts)
+	if len(t) > maxText {
+		cut := maxText
+		for cut > 0 && !utf8.RuneStart(t[cut]) {
+			cut--
+		}
+		t = t[:cut]
+	}
+	// PostgreSQL text holds no NUL.
+	t = strings.ReplaceAll(strings.ToValidUTF8(t, "\uFFFD"), "\x00", " ")
+	if strings.TrimSpace(t) == "" {
+		return nil
+	}
+	return &t
+}
+
+// Flush implements store.Writer: it returns once every batch appended so
+// far is stored (each Append already returns only then).
+func (w *writer) Flush(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return fmt.Errorf("%w: session %s", store.ErrClosed, w.id)
+	}
+	if !w.committing && len(w.queue) == 0 {
+		err := w.lostErr
+		if err == nil {
+			err = w.broken
+		}
+		w.mu.Unlock()
+		return err
+	}
+	return w.enqueue(&req{wake: make(chan struct{}, 1)})
+}
+
+// enqueue queues r (w.mu held; released on return) and waits for it.
+func (w *writer) enqueue(r *req) error {
+	w.queue = append(w.queue, r)
+	if w.committing {
+		w.mu.Unlock()
+		<-r.wake
+		w.mu.Lock()
+		if r.finished {
+			err := r.err
+			w.mu.Unlock()
+			return err
+		}
+		// Handed the commit role; r heads the queue.
+	}
+	w.committing = true
+	group := w.queue
+	w.queue = nil
+	w.mu.Unlock()
+
+	err := w.commit(group)
+
+	w.mu.Lock()
+	for _, g := range group {
+		g.finished, g.err = true, err
+		if g != r {
+			g.wake <- struct{}{}
+		}
+	}
+	if err != nil {
+		// Batches queued behind the failed group carry later seqs; fail
+		// them too so that a retry starts from the stored end.
+		for _, q := range w.queue {
+			q.finished, q.err = true, fmt.Errorf("postgres: an earlier batch failed: %w", err)
+			q.wake <- struct{}{}
+		}
+		w.queue = nil
+		w.next = w.stored
+	}
+	if len(w.queue) > 0 {
+		w.queue[0].wake <- struct{}{}
+	} else {
+		w.committing = false
+	}
+	w.mu.Unlock()
+	return err
+}
+
+// appendSQL stores a group in one statement: the summary row is updated
+// only while the token holds an unexpired lease and the group continues
+// the stored seqs, and the events are inserted only if it was; the
+// followers are notified in the same transaction. It returns one row when
+// the group was stored, none when it was refused.
+const appendSQL = `
+WITH s AS (
+	UPDATE rein_sessions SET
+		next_seq = next_seq + cardinality($4::bigint[]),
+		turns = turns + $8,
+		title = coalesce($9, title),
+		updated_at = $10,
+		size = size + $11,
+		lease_expires = now() + $12 * interval '1 millisecond'
+	WHERE id = $1 AND lease_token = $2 AND lease_expires > now() AND next_seq = $3
+	RETURNING id),
+i AS (
+	INSERT INTO rein_events (session_id, seq, type, line, tsv)
+	SELECT s.id, u.seq, u.type, u.line, to_tsvector('simple', u.txt)
+	FROM s, unnest($4::bigint[], $5::text[], $6::bytea[], $7::text[]) AS u(seq, type, line, txt))
+SELECT 1 FROM s CROSS JOIN LATERAL pg_notify($13, s.id)`
+
+// commit stores group. Only the committer calls it.
+func (w *writer) commit(group []*req) error {
+	var seqs []int64
+	var types []string
+	var lines [][]byte
+	var texts []*string
+	turns, size := 0, int64(0)
+	var title *string
+	var last time.Time
+	for _, g := range group {
+		for i, ev := range g.events {
+			seqs = append(seqs, ev.Seq)
+			types = append(types, string(ev.Type))
+			lines = append(lines, g.lines[i])
+			texts = append(texts, g.texts[i])
+			size += int64(len(g.lines[i]) + 1)
+			last = ev.Time
+			switch ev.Type {
+			case session.TypeTurnStart:
+				turns++
+			case session.TypeSessionTitle:
+				if t, ok := titleOf(g.lines[i]); ok {
+					title = &t
+				}
+			}
+		}
+	}
+	w.mu.Lock()
+	lostErr, deadline := w.lostErr, w.deadline
+	w.mu.Unlock()
+	if len(seqs) == 0 {
+		return lostErr
+	}
+	if lostErr != nil {
+		return lostErr
+	}
+	sent := time.Now()
+	if ignoreDeadline {
+		deadline = sent.Add(w.s.opts.LeaseTTL)
+	}
+	if !sent.Before(deadline) {
+		return w.lose("not renewed in time")
+	}
+	first := seqs[0]
+	// The statement may run as long as the lease surely holds; after that
+	// its outcome no longer matters to anyone but us (see resolve).
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	var one int
+	err := w.s.pool.QueryRow(ctx, appendSQL, w.id, w.token, first, seqs, types, lines, texts,
+		turns, title, last, size, ms(w.s.opts.LeaseTTL), w.s.channel).Scan(&one)
+	cancel()
+	switch {
+	case err == nil:
+		w.mu.Lock()
+		w.stored = first + int64(len(seqs))
+		w.mu.Unlock()
+		w.extend(sent)
+		return nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return w.refused(first)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
+		// The server refused the statement, or it was never sent:
+		// nothing was stored.
+		if !time.Now().Before(deadline) {
+			return w.lose("not renewed in time")
+		}
+		return fmt.Errorf("postgres: append to %s: %w", w.id, err)
+	}
+	// The connection failed mid-statement: the group may or may not be
+	// stored. Find out before answering.
+	stored, rerr := w.resolve(first, int64(len(seqs)), lines[len(lines)-1])
+	switch {
+	case rerr != nil:
+		return rerr
+	case stored:
+		w.mu.Lock()
+		w.stored = first + int64(len(seqs))
+		w.mu.Unlock()
+		return nil
+	}
+	return fmt.Errorf("postgres: append to %s: %w", w.id, err)
+}
+
+// refused explains an append the statement refused: the lease is gone, or
+// the stored seqs moved.
+func (w *writer) refused(first int64) error {
+	var token, next int64
+	var valid bool
+	err := w.s.pool.QueryRow(context.Background(), `
+SELECT lease_token, coalesce(lease_expires > now(), false), next_seq FROM rein_sessions WHERE id = $1`, w.id).
+		Scan(&token, &valid, &next)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return w.lose("the session was deleted")
+	case err != nil:
+		return fmt.Errorf("postgres: append to %s refused, and then: %w", w.id, unreadable(err))
+	case token != w.token:
+		return w.lose(fmt.Sprintf("taken over by another writer (token %d, ours %d)", token, w.token))
+	case !valid:
+		return w.lose("expired")
+	}
+	return fmt.Errorf("%w: batch starts at seq %d, the session holds %d events", store.ErrSeq, first, next)
+}
+
+// resolve learns whether a group whose statement failed in flight was
+// stored: the session then holds first+n events and its last line is
+// ours. It asks until the lease deadline; when that passes without an
+// answer the lease is lost and the writer with it.
+func (w *writer) resolve(first, n int64, lastLine []byte) (bool, error) {
+	for delay := 10 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		w.mu.Lock()
+		deadline := w.deadline
+		w.mu.Unlock()
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		var next int64
+		var line []byte
+		err := w.s.pool.QueryRow(ctx, `
+SELECT next_seq, (SELECT line FROM rein_events WHERE session_id = $1 AND seq = $2) FROM rein_sessions WHERE id = $1`,
+			w.id, first+n-1).Scan(&next, &line)
+		cancel()
+		if err == nil {
+			return next >= first+n && bytes.Equal(line, lastLine), nil
+		}
+		if !time.Now().Before(deadline) {
+			err := w.lose("the database did not answer")
+			w.mu.Lock()
+			w.broken = err
+			w.mu.Unlock()
+			return false, err
+		}
+		time.Sleep(delay)
+	}
+}
+
+// Close implements store.Writer: it waits for queued batches, stops the
+// renewals and releases the lease. Appends racing with Close either commit
+// before it returns or fail with store.ErrClosed. After the lease was lost
+// it returns store.ErrLeaseLost.
+func (w *writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return fmt.Errorf("%w: session %s", store.ErrClosed, w.id)
+	}
+	w.closed = true
+	var err error
+	if w.committing || len(w.queue) > 0 {
+		err = w.enqueue(&req{wake: make(chan struct{}, 1)})
+		w.mu.Lock()
+	}
+	lost := w.lostErr
+	w.mu.Unlock()
+	w.stopRenewing()
+	if lost != nil {
+		return lost
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), w.s.opts.LeaseTTL)
+	defer cancel()
+	if rerr := w.s.release(ctx, w.id, w.token); rerr != nil && err == nil {
+		// The lease will expire by itself.
+		err = fmt.Errorf("postgres: release %s: %w", w.id, rerr)
+	}
+	return err
+}
+
+func (w *writer) stopRenewing() {
+	w.stopOnce.Do(func() { close(w.quit) })
+	w.renewing.Wait()
+}
+
+// abandon stops the writer without releasing its lease: what a crash does.
+func (w *writer) abandon() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.stopRenewing()
+}
+
+// Crash drops w as a dying process would: renewals stop, nothing is
+// released, and the lease is made to expire now (as it would after
+// LeaseTTL), so that another writer may take the session over at once. For
+// conformance tests and chaos drills.
+func Crash(sw store.Writer) error {
+	w := sw.(*writer)
+	w.abandon()
+	_, err := w.s.pool.Exec(context.Background(), `
+UPDATE rein_sessions SET lease_expires = now() - interval '1 millisecond' WHERE id = $1 AND lease_token = $2`, w.id, w.token)
+	return err
+}
