@@ -216,6 +216,9 @@ func start(cfg Config, w store.Writer, log *session.Log, hdrReason, startSource 
 	a.lastTokens = u.Input + u.Output
 	a.subs.init()
 	go a.loop()
+	if l, ok := w.(store.Leased); ok {
+		go a.watchLease(l.Lost())
+	}
 	if len(cfg.Hooks.SessionStart) > 0 {
 		a.do(func() {
 			a.startSource = startSource
@@ -467,7 +470,9 @@ func (a *Agent) checkIdle() {
 // staged steering are discarded), wait until the turn, hooks, tools, model
 // streams and idle flushes have settled, flush the log, and release the
 // session. After Close every method returns ErrClosed; a second Close
-// waits for the first to finish and returns ErrClosed. If ctx ends first,
+// waits for the first to finish and returns ErrClosed (or, when the agent
+// stopped itself because its session lease was lost, that
+// store.ErrLeaseLost). If ctx ends first,
 // Close returns its error and the agent finishes closing in the
 // background.
 //
@@ -495,6 +500,9 @@ func (a *Agent) Close(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if errors.Is(a.closeErr, store.ErrLeaseLost) {
+			return a.closeErr // the agent stopped itself: say why
+		}
 		return ErrClosed
 	}
 	go func() {
@@ -521,6 +529,23 @@ func (a *Agent) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// watchLease stops the agent when its writer loses the session's lease
+// (store.Leased: a store shared by several machines, where another node
+// may now run the session). Nothing the agent did from then on could be
+// logged, so nothing may happen: it closes itself as Close does (the turn
+// is aborted, tools and streams are cancelled) and Close returns the
+// writer's store.ErrLeaseLost, also when called afterwards. The new holder
+// repairs the interrupted turn.
+func (a *Agent) watchLease(lost <-chan struct{}) {
+	select {
+	case <-lost:
+	case <-a.done:
+		return
+	}
+	a.cfg.Logger.Error("agent: the session's lease was lost; stopping the agent", "session", a.id)
+	_ = a.Close(context.Background())
 }
 
 // closing returns a channel closed once Close has settled.
