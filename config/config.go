@@ -19,7 +19,9 @@
 // writable_roots and network_access = true, and [env] keep. Held lists them (for
 // the trust decision, see package trust); ApplyHeld applies them once the
 // user trusts the workspace. A Config fresh from Load is therefore safe in
-// an untrusted workspace.
+// an untrusted workspace. A workspace file's store (where sessions, with
+// everything the model saw, are kept) is never applied, trusted or not:
+// every command must find the user's sessions in the same place.
 //
 // Concurrency: a Config is a plain value; do not change it from several
 // goroutines at once. This package imports only go-toml and the standard
@@ -32,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -90,11 +93,16 @@ type Config struct {
 	Permissions Permissions
 	// Env is the policy for the environment of tools and hooks.
 	Env EnvConfig
+	// Store is where sessions are kept: "" for the JSONL store under
+	// $REIN_HOME, a directory for a JSONL store there, or a postgres://
+	// (postgresql://) URL for a PostgreSQL store.
+	Store string
 
 	origins     map[string]string
 	layers      map[string]Layer
 	listOrigins []Setting
 	held        []Held
+	ignored     []Setting // workspace settings never applied (store)
 	keyEnvs     []string // every api_key_env named by any file
 }
 
@@ -171,6 +179,7 @@ type file struct {
 	Sandbox            *sandboxFile        `toml:"sandbox"`
 	Permissions        *Permissions        `toml:"permissions"`
 	Env                *EnvConfig          `toml:"env"`
+	Store              *string             `toml:"store"`
 }
 
 // Setting is one effective value and where it came from: "default",
@@ -190,6 +199,7 @@ var Env = map[string]string{
 	"context_window":         "REIN_CONTEXT_WINDOW",
 	"instructions_budget":    "REIN_INSTRUCTIONS_BUDGET",
 	"sandbox.network_access": "REIN_NETWORK_ACCESS",
+	"store":                  "REIN_STORE",
 }
 
 // Default returns the built-in configuration.
@@ -208,7 +218,7 @@ func Default() *Config {
 	return c
 }
 
-var keys = []string{"model", "permission_mode", "context_window", "instructions_budget", "sandbox.network_access"}
+var keys = []string{"model", "permission_mode", "context_window", "instructions_budget", "sandbox.network_access", "store"}
 
 // UserDir returns rein's user config directory: $XDG_CONFIG_HOME/rein,
 // else ~/.config/rein ("" when neither can be named). It holds config.toml,
@@ -328,6 +338,17 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 	}
 	if f.InstructionsBudget != nil {
 		if err := c.set("instructions_budget", strconv.Itoa(*f.InstructionsBudget), at("instructions_budget"), layer); err != nil {
+			return err
+		}
+	}
+	if f.Store != nil {
+		// Where sessions are kept: never from a workspace.
+		if err := validStore(*f.Store, at("store")); err != nil {
+			return err
+		}
+		if project {
+			c.ignored = append(c.ignored, Setting{"store", RedactURL(*f.Store), at("store"), true})
+		} else if err := c.set("store", *f.Store, at("store"), layer); err != nil {
 			return err
 		}
 	}
@@ -584,6 +605,11 @@ func (c *Config) set(key, value, origin string, layer Layer) error {
 			return bad("want true or false")
 		}
 		c.NetworkAccess = b
+	case "store":
+		if err := validStore(value, origin); err != nil {
+			return err
+		}
+		c.Store = value
 	case "context_window", "instructions_budget":
 		n, err := strconv.Atoi(value)
 		if err != nil || n < 0 {
@@ -613,6 +639,7 @@ func (c *Config) Settings() []Setting {
 		{"context_window", strconv.Itoa(c.ContextWindow), c.origins["context_window"], false},
 		{"instructions_budget", strconv.Itoa(c.InstructionsBudget), c.origins["instructions_budget"], false},
 		{"sandbox.network_access", strconv.FormatBool(c.NetworkAccess), c.origins["sandbox.network_access"], false},
+		{"store", RedactURL(c.Store), c.origins["store"], false},
 	}
 	// One line per list entry, so each shows where it came from.
 	out = append(out, c.listOrigins...)
@@ -634,7 +661,39 @@ func (c *Config) Settings() []Setting {
 	for _, h := range c.held {
 		out = append(out, Setting{h.Key, h.Value, h.Origin, true})
 	}
-	return out
+	return append(out, c.ignored...)
+}
+
+func validStore(value, origin string) error {
+	if IsPostgresURL(value) {
+		if _, err := url.Parse(value); err != nil {
+			return fmt.Errorf("config: %s: %w: store: not a URL: %v", origin, ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+// IsPostgresURL reports whether a store setting names a PostgreSQL server.
+func IsPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// RedactURL hides the password of a URL, for display; other text is
+// returned as it is.
+func RedactURL(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // keyLines maps each dotted key of a TOML document to its 1-based line. It

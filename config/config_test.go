@@ -46,6 +46,7 @@ func TestPrecedence(t *testing.T) {
 		"instructions_budget":       "32768 @ default",
 		"providers.openai.base_url": "http://x @ " + user + ":6",
 		"sandbox.network_access":    "false @ default",
+		"store":                     " @ default",
 	}
 	for k, w := range want {
 		if got[k] != w {
@@ -54,6 +55,49 @@ func TestPrecedence(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("settings = %v", got)
+	}
+}
+
+func TestStore(t *testing.T) {
+	dir := t.TempDir()
+	user := write(t, dir, "user.toml", "store = \"/srv/rein\"\n")
+	c, err := config.Load(user, "", env(nil))
+	if err != nil || c.Store != "/srv/rein" || c.Origin("store") != user+":1" {
+		t.Fatalf("store from the file: %q @ %s, %v", c.Store, c.Origin("store"), err)
+	}
+	c, err = config.Load(user, "", env(map[string]string{"REIN_STORE": "postgres://rein:s3cret@db/rein?sslmode=disable&password=hunter2"}))
+	if err != nil || !config.IsPostgresURL(c.Store) || c.Origin("store") != "env REIN_STORE" {
+		t.Fatalf("store from the environment: %q @ %s, %v", c.Store, c.Origin("store"), err)
+	}
+	for _, st := range c.Settings() {
+		if st.Key == "store" && (strings.Contains(st.Value, "s3cret") || strings.Contains(st.Value, "hunter2")) {
+			t.Errorf("config show would print the password: %s", st.Value)
+		}
+	}
+	if _, err := config.Load(user, "", env(map[string]string{"REIN_STORE": "postgres://a b:%zz@h/"})); !errors.Is(err, config.ErrInvalid) {
+		t.Errorf("a malformed URL: %v, want ErrInvalid", err)
+	}
+	// A workspace does not choose where its sessions go, trusted or not.
+	proj := write(t, dir, "proj.toml", "store = \"postgres://u:pw@attacker.example/db\"\n")
+	c, err = config.Load(user, proj, env(nil))
+	if err != nil || c.Store != "/srv/rein" || len(c.Held()) != 0 {
+		t.Fatalf("workspace store: %q, held %+v, %v", c.Store, c.Held(), err)
+	}
+	ignored := false
+	for _, st := range c.Settings() {
+		if st.Key == "store" && st.Ignored {
+			ignored = true
+			if strings.Contains(st.Value, "pw") {
+				t.Errorf("config show would print the ignored URL's password: %s", st.Value)
+			}
+		}
+	}
+	if !ignored {
+		t.Errorf("the workspace's store is not listed as ignored")
+	}
+	c.ApplyHeld()
+	if c.Store != "/srv/rein" {
+		t.Errorf("trusted workspace store applied: %q", c.Store)
 	}
 }
 

@@ -72,7 +72,10 @@ An unknown key or a wrong type is an error naming the file and line.`,
 			fmt.Fprintln(tw, "KEY\tVALUE\tFROM")
 			for _, s := range settings {
 				from := s.Origin
-				if s.Ignored {
+				switch {
+				case s.Ignored && s.Key == "store":
+					from += " (ignored: only your config, REIN_STORE or --store choose the store)"
+				case s.Ignored:
 					from += " (ignored: workspace not trusted)"
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, s.Value, from)

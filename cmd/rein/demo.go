@@ -17,6 +17,7 @@ import (
 	"github.com/reinhq/rein/llm/scripted"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/jsonl"
 	"github.com/reinhq/rein/transcript"
 )
 
@@ -186,7 +187,11 @@ func (a *app) demo(ctx context.Context, keep bool) error {
 	fmt.Fprintf(w, "rein demo: a keyless tour, driven by a scripted model (no network, no API key)\n\n")
 	fmt.Fprintf(w, "workspace  %s (README.md, main.go, AGENTS.md)\n", dir)
 	fmt.Fprintf(w, "session    %s\n", ag.ID())
-	fmt.Fprintf(w, "stored in  %s\n", st.Path(ag.ID()))
+	if js, ok := st.(*jsonl.Store); ok {
+		fmt.Fprintf(w, "stored in  %s\n", js.Path(ag.ID()))
+	} else {
+		fmt.Fprintf(w, "stored in  %s\n", a.storeName)
+	}
 
 	var seq int64
 	part := func(title, explain string) {

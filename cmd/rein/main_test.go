@@ -19,12 +19,24 @@ import (
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/jsonl"
+	"github.com/reinhq/rein/store/postgres"
+	"github.com/reinhq/rein/store/postgres/pgtest"
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	testscript.Main(stopPostgres{m}, map[string]func(){
 		"rein": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
+}
+
+// stopPostgres stops the test PostgreSQL server (if a script started it)
+// after the tests.
+type stopPostgres struct{ m *testing.M }
+
+func (s stopPostgres) Run() int {
+	code := s.m.Run()
+	pgtest.Stop()
+	return code
 }
 
 // TestScripts runs testdata/script/*.txtar against the real rein binary
@@ -40,7 +52,10 @@ func TestMain(m *testing.M) {
 //	wait-log REGEXP          wait until a session file in $REIN_HOME
 //	                         matches REGEXP
 //	lock ID / unlock ID      hold / release session ID's writer lock in the
-//	                         test process (another process holding it)
+//	                         test process (another process holding it), in
+//	                         the store $REIN_STORE names, else $REIN_HOME
+//	pgstore NAME             set $NAME to the URL of a fresh PostgreSQL
+//	                         store (condition [postgres]: a server can be had)
 func TestScripts(t *testing.T) {
 	var mu sync.Mutex
 	locks := map[string]store.Writer{}
@@ -67,6 +82,12 @@ func TestScripts(t *testing.T) {
 					t.Logf("[landlock] is false: %s", st.Why)
 				}
 				return st.Available(), nil
+			case "postgres":
+				_, err := pgtest.Get()
+				if err != nil && os.Getenv(pgtest.EnvRequired) != "" {
+					return false, err
+				}
+				return err == nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
@@ -134,13 +155,33 @@ func TestScripts(t *testing.T) {
 				if neg || len(args) != 1 {
 					ts.Fatalf("usage: lock ID")
 				}
-				st, err := jsonl.Open(ts.Getenv("REIN_HOME"))
-				ts.Check(err)
+				var st store.Store
+				if url := ts.Getenv("REIN_STORE"); strings.HasPrefix(url, "postgres") {
+					pst, err := postgres.Open(context.Background(), url, postgres.Options{})
+					ts.Check(err)
+					ts.Defer(pst.Close)
+					st = pst
+				} else {
+					jst, err := jsonl.Open(ts.Getenv("REIN_HOME"))
+					ts.Check(err)
+					st = jst
+				}
 				w, _, err := st.Open(context.Background(), args[0])
 				ts.Check(err)
 				mu.Lock()
 				locks[ts.Getenv("WORK")+args[0]] = w
 				mu.Unlock()
+			},
+			"pgstore": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: pgstore NAME")
+				}
+				srv, err := pgtest.Get()
+				ts.Check(err)
+				dsn, drop, err := pgtest.NewSchema(srv.DSN)
+				ts.Check(err)
+				ts.Defer(func() { ts.Check(drop()) })
+				ts.Setenv(args[0], dsn)
 			},
 			"unlock": func(ts *testscript.TestScript, neg bool, args []string) {
 				if neg || len(args) != 1 {

@@ -18,6 +18,7 @@ import (
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/trust"
+	"github.com/reinhq/rein/store"
 )
 
 // app is one invocation of rein: its streams, global flags and the state the
@@ -36,6 +37,7 @@ type app struct {
 	allow, deny    []string
 	networkAccess  bool
 	trustOnce      bool
+	storeSpec      string
 
 	log *slog.Logger
 	cfg *config.Config
@@ -51,6 +53,12 @@ type app struct {
 	noDumpErr error
 	// decisions are the trust decisions of this run, by workspace key.
 	decisions map[string]trust.Decision
+
+	// The store, once openStore opened it: its name for messages, and how
+	// to close it when the command ends.
+	st         store.Store
+	storeName  string
+	closeStore func()
 }
 
 // Main runs rein with args and returns the exit code.
@@ -73,6 +81,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	err := cmd.ExecuteContext(context.Background())
+	if a.closeStore != nil {
+		a.closeStore()
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -148,7 +159,8 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 	f.BoolVar(&a.networkAccess, "network-access", false, "let bash and hooks use the network in the read-only and workspace-write sandboxes (sandbox.network_access)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging (slog) to stderr")
 	f.BoolVar(&a.trustOnce, "trust", false, "apply this workspace's own hooks, provider URLs, allow rules and other trust-relevant settings for this run only (see 'rein trust')")
-	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd(), a.trustCmd())
+	f.StringVar(&a.storeSpec, "store", "", "where sessions are kept: a directory (JSONL files) or a postgres:// URL (default from config: $REIN_HOME)")
+	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd(), a.trustCmd(), a.storeCmd())
 	return root
 }
 
@@ -189,6 +201,11 @@ func (a *app) setup(cmd *cobra.Command) error {
 	fl := cmd.Flags()
 	if fl.Changed("model") {
 		if err := cfg.Set("model", a.model, "flag --model"); err != nil {
+			return exitWith(ExitUsage, err)
+		}
+	}
+	if fl.Changed("store") {
+		if err := cfg.Set("store", a.storeSpec, "flag --store"); err != nil {
 			return exitWith(ExitUsage, err)
 		}
 	}

@@ -23,17 +23,20 @@ func (a *app) sessionsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "sessions",
 		Aliases: []string{"session"},
-		Short:   "List, show, fork, search, compact, repair and remove sessions",
+		Short:   "List, show, fork, search, compact, repair, export, import and remove sessions",
 		Long: `Sessions are stored as JSONL files under $REIN_HOME (else
-$XDG_DATA_HOME/rein, else ~/.local/share/rein), one file per session.`,
+$XDG_DATA_HOME/rein, else ~/.local/share/rein), one file per session, or in
+the store that config.toml's store, REIN_STORE or --store names (a directory,
+or a postgres:// URL). 'export' and 'import' move sessions between stores.`,
 	}
 	cmd.AddCommand(a.sessionsLs(), a.sessionsShow(), a.sessionsFork(), a.sessionsRm(),
-		a.sessionsSearch(), a.sessionsCompact(), a.sessionsRepair())
+		a.sessionsSearch(), a.sessionsCompact(), a.sessionsRepair(), a.sessionsExport(), a.sessionsImport())
 	return cmd
 }
 
 func (a *app) sessionsLs() *cobra.Command {
 	var asJSON bool
+	var page pageFlags
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List sessions, most recently updated first",
@@ -46,10 +49,11 @@ summaries (id, title, cwd, parent, createdAt, updatedAt, events, turns).`,
 			if err != nil {
 				return err
 			}
-			infos, err := st.List(cmd.Context())
+			infos, next, err := a.listSessions(cmd.Context(), st, page)
 			if err != nil {
 				return err
 			}
+			defer a.nextPage(next)
 			if asJSON {
 				type row struct {
 					ID        string    `json:"id"`
@@ -68,7 +72,7 @@ summaries (id, title, cwd, parent, createdAt, updatedAt, events, turns).`,
 				return printJSON(a.stdout, rows)
 			}
 			if len(infos) == 0 {
-				fmt.Fprintf(a.stdout, "no sessions in %s\n", st.Root())
+				fmt.Fprintf(a.stdout, "no sessions in %s\n", a.storeName)
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
@@ -80,6 +84,7 @@ summaries (id, title, cwd, parent, createdAt, updatedAt, events, turns).`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	page.add(cmd, "sessions")
 	return cmd
 }
 
@@ -126,7 +131,7 @@ func (a *app) load(ctx context.Context, st store.Store, id string) (*store.Loade
 }
 
 func (a *app) sessionsShow() *cobra.Command {
-	var asJSON, verbose, seqs bool
+	var asJSON, verbose, seqs, follow bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Print a session's transcript",
@@ -137,7 +142,10 @@ that a crash left open is shown repaired (its last turn "interrupted"),
 without changing the file.
 
 --json prints the raw events instead, one JSON line each, as repaired.
---seqs prefixes each entry with its event seq (for 'sessions fork --at').`,
+--seqs prefixes each entry with its event seq (for 'sessions fork --at').
+--follow keeps printing events as they are appended, by any process on any
+machine, until interrupted (stores that support it: postgres://); a turn
+running elsewhere is shown as it is, not repaired.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.openStore()
@@ -147,6 +155,9 @@ without changing the file.
 			loaded, err := a.load(cmd.Context(), st, args[0])
 			if err != nil {
 				return err
+			}
+			if follow && asJSON {
+				return a.follow(cmd.Context(), st, args[0], 0, true, transcript.Options{})
 			}
 			evs := loaded.Log.Events(0)
 			if asJSON {
@@ -174,6 +185,11 @@ without changing the file.
 			if json.Unmarshal(h.Extra["repairedFrom"], &from) == nil && from != "" {
 				fmt.Fprintf(a.stdout, "repaired from %s\n", from)
 			}
+			opts := transcript.Options{Verbose: verbose, Seqs: seqs}
+			if follow {
+				fmt.Fprintln(a.stdout)
+				return a.follow(cmd.Context(), st, args[0], 0, false, opts)
+			}
 			if n := len(loaded.Repair); n > 0 || loaded.TornBytes > 0 {
 				fmt.Fprintf(a.stdout, "repaired on load: %d closing events added, %d torn bytes dropped\n", n, loaded.TornBytes)
 			}
@@ -182,12 +198,13 @@ without changing the file.
 			if err != nil {
 				return err
 			}
-			return transcript.Render(a.stdout, entries, transcript.Options{Verbose: verbose, Seqs: seqs})
+			return transcript.Render(a.stdout, entries, opts)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the raw (repaired) events as JSON lines")
 	cmd.Flags().BoolVar(&verbose, "all", false, "also show reasoning, usage, models and every hook run")
 	cmd.Flags().BoolVar(&seqs, "seqs", false, "prefix entries with their event seq")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events as they are appended, until interrupted")
 	return cmd
 }
 
@@ -262,13 +279,20 @@ func (a *app) sessionsRm() *cobra.Command {
 
 func (a *app) sessionsSearch() *cobra.Command {
 	var asJSON bool
+	var page pageFlags
 	cmd := &cobra.Command{
 		Use:   "search TEXT",
 		Short: "Find text across sessions' transcripts",
 		Long: `Search looks for TEXT (case-insensitive) in the visible transcript of every
 session: messages, context, steering, assistant text, tool calls and results.
 It prints one line per match: session id, event seq, entry kind and the line
-that matched. Sessions that do not load are reported on stderr and skipped.`,
+that matched. Sessions that do not load are reported on stderr and skipped.
+
+In a PostgreSQL store the search runs in the database's full-text index of
+message text (user, steering and assistant messages, tool results; not tool
+call arguments): TEXT is words that must all occur (any order, whole words,
+case-insensitive), "quoted phrases", -excluded words and 'or'; the best
+matches come first, 1000 at most unless --limit says otherwise.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -277,17 +301,20 @@ that matched. Sessions that do not load are reported on stderr and skipped.`,
 			if err != nil {
 				return err
 			}
+			hits := []searchHit{}
+			next := ""
+			if sr, ok := st.(store.Searcher); ok {
+				found, n, err := a.indexedSearch(ctx, sr, strings.Join(args, " "), page)
+				if err != nil {
+					return err
+				}
+				hits, next = append(hits, found...), n
+				return a.printHits(hits, next, asJSON)
+			}
 			infos, err := st.List(ctx)
 			if err != nil {
 				return err
 			}
-			type hit struct {
-				Session string `json:"session"`
-				Seq     int64  `json:"seq"`
-				Kind    string `json:"kind"`
-				Line    string `json:"line"`
-			}
-			hits := []hit{}
 			for _, in := range infos {
 				loaded, err := st.Load(ctx, in.ID, store.LoadOptions{})
 				if err != nil {
@@ -303,26 +330,36 @@ that matched. Sessions that do not load are reported on stderr and skipped.`,
 					for _, s := range searchable(e) {
 						for _, line := range strings.Split(s, "\n") {
 							if strings.Contains(strings.ToLower(line), needle) {
-								hits = append(hits, hit{in.ID, e.Seq, string(e.Kind), cutRunes(strings.TrimSpace(line), 100)})
+								hits = append(hits, searchHit{in.ID, e.Seq, string(e.Kind), cutRunes(strings.TrimSpace(line), 100)})
 							}
 						}
 					}
 				}
 			}
-			if asJSON {
-				return printJSON(a.stdout, hits)
+			if hits, next, err = offsetPage(hits, page); err != nil {
+				return err
 			}
-			for _, h := range hits {
-				fmt.Fprintf(a.stdout, "%s #%d %s: %s\n", h.Session, h.Seq, h.Kind, h.Line)
-			}
-			if len(hits) == 0 {
-				return exitWith(ExitError, nil)
-			}
-			return nil
+			return a.printHits(hits, next, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	page.add(cmd, "matches")
 	return cmd
+}
+
+// printHits prints search results; none is exit 1.
+func (a *app) printHits(hits []searchHit, next string, asJSON bool) error {
+	defer a.nextPage(next)
+	if asJSON {
+		return printJSON(a.stdout, hits)
+	}
+	for _, h := range hits {
+		fmt.Fprintf(a.stdout, "%s #%d %s: %s\n", h.Session, h.Seq, h.Kind, h.Line)
+	}
+	if len(hits) == 0 {
+		return exitWith(ExitError, nil)
+	}
+	return nil
 }
 
 func searchable(e transcript.Entry) []string {

@@ -23,20 +23,49 @@ import (
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/jsonl"
+	"github.com/reinhq/rein/store/postgres"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/builtin"
 	"github.com/reinhq/rein/tool/fs"
 	"github.com/reinhq/rein/tool/shell"
 )
 
-// openStore opens the JSONL store at $REIN_HOME, else the XDG data dir.
-func (a *app) openStore() (*jsonl.Store, error) {
-	root, err := jsonl.DefaultRoot()
+// openStore opens the configured store (once per invocation; Main closes
+// it): PostgreSQL for a postgres:// URL, else the JSONL store in the
+// configured directory, by default $REIN_HOME, else the XDG data dir.
+func (a *app) openStore() (store.Store, error) {
+	if a.st != nil {
+		return a.st, nil
+	}
+	// A workspace file's store is held until the workspace is trusted
+	// (package config): a repository does not choose where its sessions
+	// (prompts, file contents, tool output) are sent.
+	spec := a.cfg.Store
+	if config.IsPostgresURL(spec) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		st, err := postgres.Open(ctx, spec, postgres.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("store %s: %w", config.RedactURL(spec), err)
+		}
+		a.log.Debug("store", "postgres", config.RedactURL(spec))
+		a.st, a.storeName, a.closeStore = st, config.RedactURL(spec), st.Close
+		return st, nil
+	}
+	root := spec
+	if root == "" {
+		var err error
+		if root, err = jsonl.DefaultRoot(); err != nil {
+			return nil, err
+		}
+	}
+	a.log.Debug("store", "root", root)
+	st, err := jsonl.Open(root)
 	if err != nil {
 		return nil, err
 	}
-	a.log.Debug("store", "root", root)
-	return jsonl.Open(root)
+	a.st, a.storeName = st, root
+	return st, nil
 }
 
 // resolveModel resolves the configured model spec. A relative scripted FILE is
@@ -67,7 +96,7 @@ func (a *app) resolveModel() (llm.Provider, catalog.Model, error) {
 // wire sets up what a turn in dir needs, in this order: the workspace
 // trust decision (the workspace's own settings for the model and the hooks
 // apply only if it is trusted), the model, then the hooks.
-func (a *app) wire(ctx context.Context, dir string, st *jsonl.Store) (llm.Provider, catalog.Model, agent.Hooks, error) {
+func (a *app) wire(ctx context.Context, dir string, st store.Store) (llm.Provider, catalog.Model, agent.Hooks, error) {
 	hc, err := a.trustWorkspace(ctx, dir)
 	if err != nil {
 		return nil, catalog.Model{}, agent.Hooks{}, err
@@ -221,7 +250,7 @@ func guardHook(p *guard.Policy, ap guard.Approver) agent.Hook[agent.ToolCallInfo
 // hooks turns the command hooks hc (as trustWorkspace left them) into the
 // agent's extension points, with the permission guard at the end of
 // ToolPre.
-func (a *app) hooks(dir string, hc *hook.Config, st *jsonl.Store) (agent.Hooks, error) {
+func (a *app) hooks(dir string, hc *hook.Config, st store.Store) (agent.Hooks, error) {
 	p, err := a.policy(dir)
 	if err != nil {
 		return agent.Hooks{}, err
@@ -231,7 +260,7 @@ func (a *app) hooks(dir string, hc *hook.Config, st *jsonl.Store) (agent.Hooks, 
 		Cwd:            dir,
 		ProjectDir:     a.workspaceRoot(dir),
 		Env:            a.envPolicy().Environ(os.Environ(), tool.ForConfigured),
-		TranscriptPath: st.Path,
+		TranscriptPath: transcriptPath(st),
 		Logger:         a.log,
 		Notify:         func(msg string) { fmt.Fprintln(a.stderr, "rein: hook:", msg) },
 	}
@@ -251,6 +280,15 @@ func (a *app) hooks(dir string, hc *hook.Config, st *jsonl.Store) (agent.Hooks, 
 		hs.PreCompact = append(hs.PreCompact, preCompactHook(hc, rt))
 	}
 	return hs, nil
+}
+
+// transcriptPath names the session file hooks are told about: the JSONL
+// store's file, nothing for a store without files.
+func transcriptPath(st store.Store) func(string) string {
+	if js, ok := st.(*jsonl.Store); ok {
+		return js.Path
+	}
+	return nil
 }
 
 func (a *app) userConfigDir() string {

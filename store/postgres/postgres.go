@@ -387,6 +387,24 @@ func (s *Store) OpenWait(ctx context.Context, id string) (store.Writer, *store.L
 	}
 }
 
+// BreakLease ends session id's lease now, whoever holds it, so that another
+// writer can take the session over without waiting for the expiry: for an
+// operator who knows the holder is dead. A holder that is alive after all
+// loses the lease (its next renewal or append fails with
+// store.ErrLeaseLost); nothing it writes afterwards is stored.
+func (s *Store) BreakLease(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `
+UPDATE rein_sessions SET lease_expires = now() - interval '1 millisecond'
+WHERE id = $1 AND lease_expires > now()`, id)
+	if err != nil {
+		return unreadable(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.held(ctx, id) // not found, or not held: nothing to break
+	}
+	return nil
+}
+
 // Load implements store.Store: the header and events are read in one
 // snapshot and repaired in memory, nothing is written.
 func (s *Store) Load(ctx context.Context, id string, opts store.LoadOptions) (*store.Loaded, error) {

@@ -66,10 +66,15 @@ var (
 // was started. Call it from TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the shared cluster if Get started one.
+func Stop() {
 	if shared != nil {
 		shared.Stop()
 	}
-	os.Exit(code)
 }
 
 // Get returns the shared server, starting it on first use.
@@ -103,33 +108,42 @@ func DSN(t testing.TB) string {
 // there, so tests do not see each other's data.
 func Fresh(t testing.TB) string {
 	t.Helper()
-	base := DSN(t)
-	name := fmt.Sprintf("t%d_%d", os.Getpid(), schemas.Add(1))
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("pgtest: connect: %v", err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("pgtest: connect to drop %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+name+" CASCADE"); err != nil {
-			t.Errorf("pgtest: %v", err)
-		}
-	})
-	dsn, err := WithSearchPath(base, name)
+	dsn, drop, err := NewSchema(DSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Error(err)
+		}
+	})
 	return dsn
+}
+
+// NewSchema creates an empty schema on the server at base and returns a
+// URL whose search_path is that schema, and a function that drops it.
+func NewSchema(base string) (dsn string, drop func() error, err error) {
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), schemas.Add(1))
+	exec := func(sql string) error {
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, base)
+		if err != nil {
+			return fmt.Errorf("pgtest: connect: %v", err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("pgtest: %v", err)
+		}
+		return nil
+	}
+	if err := exec("CREATE SCHEMA " + name); err != nil {
+		return "", nil, err
+	}
+	dsn, err = WithSearchPath(base, name)
+	if err != nil {
+		return "", nil, err
+	}
+	return dsn, func() error { return exec("DROP SCHEMA " + name + " CASCADE") }, nil
 }
 
 // WithSearchPath returns dsn (a URL) with its search_path set to schema.
