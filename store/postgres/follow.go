@@ -156,10 +156,15 @@ func (ln *listener) listen(ctx context.Context) error {
 // followBatch is how many events Follow reads per query.
 const followBatch = 1000
 
+// followPoll is how long a follower waits for a notification before it
+// reads anyway: an announcement lost with a process that died right after
+// its commit delays a follower by at most this.
+const followPoll = 5 * time.Second
+
 // Follow implements store.Follower. It listens before it first reads, so
-// no commit falls between; each notification for the session (or a
-// reconnection of the listener) makes it read the events after the last
-// one it yielded.
+// no announcement falls between; each notification for the session (or a
+// reconnection of the listener, or followPoll without either) makes it
+// read the events after the last one it yielded.
 func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[session.Event, error] {
 	return func(yield func(session.Event, error) bool) {
 		if err := checkID(id); err != nil {
@@ -189,12 +194,16 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 			if len(evs) == followBatch {
 				continue
 			}
+			t := time.NewTimer(followPoll)
 			select {
 			case <-wake:
+			case <-t.C:
 			case <-ctx.Done():
+				t.Stop()
 				yield(session.Event{}, ctx.Err())
 				return
 			}
+			t.Stop()
 		}
 	}
 }

@@ -192,7 +192,8 @@ func TestListPage(t *testing.T) {
 }
 
 func TestSearch(t *testing.T) {
-	s := newStore(t, Options{})
+	dsn := pgtest.Fresh(t)
+	s := openAt(t, dsn, Options{})
 	mk := func(id, cwd string, texts ...string) {
 		h := hdr(id)
 		h.Cwd = cwd
@@ -209,6 +210,7 @@ func TestSearch(t *testing.T) {
 	mk("a", "/w", "The build panics: assignment to entry in nil map", "unrelated words")
 	mk("b", "/w", "Fixed the NIL MAP by making it first")
 	mk("c", "/elsewhere", "a nil map again, in another project")
+	mk("z", "/z", "a NUL \x00 inside")
 	w, err := s.Create(ctx, hdr("d"))
 	if err != nil {
 		t.Fatal(err)
@@ -267,11 +269,26 @@ func TestSearch(t *testing.T) {
 	if len(all) != 3 {
 		t.Errorf("paged search found %d hits, want 3", len(all))
 	}
+	if hits, _, _ := s.Search(ctx, "inside", store.PageOptions{}); len(hits) != 1 || hits[0].Session != "z" {
+		t.Errorf("text with a NUL: %+v", hits)
+	}
 	// A fork's copy is searchable too.
 	if _, err := s.Fork(ctx, "a", 1, session.Header{ID: "a2"}); err != nil {
 		t.Fatal(err)
 	}
 	if hits, _, _ := s.Search(ctx, "panics", store.PageOptions{}); len(hits) != 2 {
 		t.Errorf("after a fork, panics: %+v", hits)
+	}
+	// What a dead process left unindexed is indexed by the next store
+	// opened on the database.
+	if _, err := s.pool.Exec(ctx, `DELETE FROM rein_search WHERE session_id = 'b'; DELETE FROM rein_search_state WHERE session_id = 'b'`); err != nil {
+		t.Fatal(err)
+	}
+	if hits, _, _ := s.Search(ctx, "fixed", store.PageOptions{}); len(hits) != 0 {
+		t.Fatalf("the index was not emptied: %+v", hits)
+	}
+	s2 := openAt(t, dsn, Options{})
+	if hits, _, _ := s2.Search(ctx, "fixed", store.PageOptions{}); len(hits) != 1 || hits[0].Session != "b" {
+		t.Errorf("after the backlog was indexed: %+v", hits)
 	}
 }

@@ -7,7 +7,8 @@
 // for listing, and the writer's lease) and a row per event in rein_events,
 // whose line column holds the event's JSONL line byte for byte, so a session
 // exports to exactly the file the JSONL store would hold and imports back.
-// Message text is indexed for search (a tsvector, 'simple' configuration).
+// Message text is indexed for search (a tsvector, 'simple' configuration)
+// in the background, off the append path (background.go).
 //
 // Writers hold leases, not locks: Create and Open take the session's lease
 // (holder, expiry by the server's clock, and a fencing token drawn from one
@@ -23,8 +24,9 @@
 // interrupted turn and continues.
 //
 // Followers (Follow, store.Follower) see appends from any process at once:
-// each commit notifies a channel (LISTEN/NOTIFY) that the store's listener
-// connection fans out to the followers of that session.
+// each commit is announced on a channel (NOTIFY, sent right after the
+// commit) that the store's listener connection (LISTEN) fans out to the
+// followers of that session.
 //
 // Concurrency: a Store and its Writers are safe for concurrent use;
 // concurrent Appends to one writer are committed in groups, one statement
@@ -80,6 +82,9 @@ type Store struct {
 
 	lnMu sync.Mutex
 	ln   *listener // started by the first Follow or OpenWait
+
+	notifier *worker // announces commits (notifyAll)
+	indexer  *worker // keeps the search index (indexAll)
 }
 
 var (
@@ -131,6 +136,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("%w: postgres: %v", store.ErrUnreadable, err)
 	}
+	s.notifier = startWorker(s.notifyAll)
+	s.indexer = startWorker(s.indexAll)
+	if err := s.indexBacklog(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%w: postgres: %v", store.ErrUnreadable, err)
+	}
 	return s, nil
 }
 
@@ -144,9 +155,13 @@ func channelName(schema string) string {
 	return c
 }
 
-// Close stops the listener and closes the connections. Writers still open
-// stop working (their leases expire).
+// Close lets queued announcements and indexing finish (for a few seconds
+// at most; what is left is indexed by the next Store opened on the
+// database), stops the listener and closes the connections. Writers still
+// open stop working (their leases expire).
 func (s *Store) Close() {
+	s.notifier.stop(2 * time.Second)
+	s.indexer.stop(10 * time.Second)
 	s.lnMu.Lock()
 	if s.ln != nil {
 		s.ln.stop()
@@ -347,6 +362,7 @@ SELECT count(*) = 1 FROM u`, id, token, stored, turns, l.Title(), updated, p.siz
 			return nil, nil, fmt.Errorf("postgres: write repair of %s: %w", id, err)
 		}
 	}
+	s.indexer.add(id) // catch up with what a crashed writer left unindexed
 	return w, p.loaded, nil
 }
 
@@ -545,15 +561,23 @@ ON CONFLICT (id) DO NOTHING`,
 		return session.Header{}, fmt.Errorf("%w: %s", store.ErrExists, h.ID)
 	}
 	if at >= 0 {
+		// The events, and as much of the search index as the parent has.
 		if _, err := tx.Exec(ctx, `
-INSERT INTO rein_events (session_id, seq, type, line, tsv)
-SELECT $3, seq, type, line, tsv FROM rein_events WHERE session_id = $1 AND seq <= $2`, id, at, h.ID); err != nil {
+WITH e AS (
+	INSERT INTO rein_events (session_id, seq, type, line)
+	SELECT $3, seq, type, line FROM rein_events WHERE session_id = $1 AND seq <= $2),
+x AS (
+	SELECT least(coalesce((SELECT indexed FROM rein_search_state WHERE session_id = $1), 0), $2 + 1) AS indexed),
+st AS (INSERT INTO rein_search_state (session_id, indexed) SELECT $3, indexed FROM x)
+INSERT INTO rein_search (session_id, seq, tsv)
+SELECT $3, seq, tsv FROM rein_search, x WHERE session_id = $1 AND seq < x.indexed`, id, at, h.ID); err != nil {
 			return session.Header{}, unreadable(err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return session.Header{}, unreadable(err)
 	}
+	s.indexer.add(h.ID)
 	return h, nil
 }
 
@@ -586,7 +610,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 WITH d AS (
 	DELETE FROM rein_sessions WHERE id = $1 AND (lease_expires IS NULL OR lease_expires <= now())
 	RETURNING id),
-e AS (DELETE FROM rein_events WHERE session_id IN (SELECT id FROM d))
+e AS (DELETE FROM rein_events WHERE session_id IN (SELECT id FROM d)),
+x AS (DELETE FROM rein_search WHERE session_id IN (SELECT id FROM d)),
+y AS (DELETE FROM rein_search_state WHERE session_id IN (SELECT id FROM d))
 SELECT count(*) FROM d CROSS JOIN LATERAL pg_notify($2, d.id)`, id, s.channel).Scan(&n)
 	if err != nil {
 		return unreadable(err)

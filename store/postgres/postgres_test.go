@@ -3,6 +3,7 @@ package postgres
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -496,5 +497,36 @@ func TestUnreachable(t *testing.T) {
 	_, err := Open(ctx, "postgres://nobody@/x?host=/nonexistent-rein-dir&connect_timeout=2", Options{})
 	if !errors.Is(err, store.ErrUnreadable) {
 		t.Errorf("Open of an unreachable server: %v, want ErrUnreadable", err)
+	}
+}
+
+// The binary COPY parser joins rows split across messages, however split.
+func TestCopyLinesSplit(t *testing.T) {
+	var stream []byte
+	stream = append(stream, copySignature...)
+	stream = append(stream, 0, 0, 0, 0, 0, 0, 0, 2, 'x', 'y') // flags, 2 bytes of header extension
+	want := []string{"first line", "", strings.Repeat("long ", 100)}
+	for _, l := range want {
+		stream = append(stream, 0, 1)
+		stream = binary.BigEndian.AppendUint32(stream, uint32(len(l)))
+		stream = append(stream, l...)
+	}
+	stream = append(stream, 0xff, 0xff)
+	for _, step := range []int{1, 3, 7, len(stream)} {
+		var got []string
+		c := &copyLines{line: func(b []byte) { got = append(got, string(b)) }}
+		for i := 0; i < len(stream); i += step {
+			if _, err := c.Write(stream[i:min(i+step, len(stream))]); err != nil {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+		if err := c.end(); err != nil || strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("step %d: %q, %v", step, got, err)
+		}
+	}
+	c := &copyLines{line: func([]byte) {}}
+	c.Write(stream[:len(stream)-2])
+	if c.end() == nil {
+		t.Errorf("a stream without its trailer ended cleanly")
 	}
 }

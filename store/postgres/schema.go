@@ -43,10 +43,22 @@ CREATE TABLE rein_events (
 	seq        bigint NOT NULL,               -- the line's position: the event's seq in a sound log
 	type       text,                          -- NULL for a line that did not parse (imported or damaged)
 	line       bytea NOT NULL,                -- the event's JSONL line, byte for byte, without its newline
-	tsv        tsvector,                      -- message text, for search; NULL for other events
 	PRIMARY KEY (session_id, seq)
 );
-CREATE INDEX rein_events_tsv ON rein_events USING gin (tsv) WHERE tsv IS NOT NULL;
+
+-- The search index, filled in the background (index.go): message text of
+-- the events of seq < rein_search_state.indexed.
+CREATE TABLE rein_search (
+	session_id text NOT NULL,
+	seq        bigint NOT NULL,
+	tsv        tsvector NOT NULL,
+	PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX rein_search_tsv ON rein_search USING gin (tsv);
+CREATE TABLE rein_search_state (
+	session_id text PRIMARY KEY,
+	indexed    bigint NOT NULL
+);
 
 -- Fencing tokens: one sequence for every session, so that a token is never
 -- reused, not even by a session created again under a deleted one's id.

@@ -71,7 +71,10 @@ ORDER BY updated_at DESC, id LIMIT $4`, opts.Cwd, after, afterID, n+1)
 // ('simple' configuration: words are lower-cased, not stemmed). The query
 // is web-search syntax: words (all must match), "a phrase", -word, or.
 // Hits come best first (ts_rank), then by session and seq; the cursor is
-// an offset.
+// an offset. The index is kept in the background: what this Store's
+// writers appended is found as soon as their Appends returned; what other
+// processes appended, once their indexers caught up (normally within a
+// commit's time).
 func (s *Store) Search(ctx context.Context, query string, opts store.PageOptions) ([]store.Hit, string, error) {
 	n := pageSize(opts.Limit)
 	off := 0
@@ -83,12 +86,17 @@ func (s *Store) Search(ctx context.Context, query string, opts store.PageOptions
 		}
 		off = v
 	}
+	// What this process appended is searchable once it returns.
+	if err := s.indexer.wait(ctx); err != nil {
+		return nil, "", err
+	}
 	rows, err := s.pool.Query(ctx, `
 WITH q AS (SELECT websearch_to_tsquery('simple', $1) AS q)
-SELECT e.session_id, e.seq, e.line FROM rein_events e, q
-WHERE e.tsv @@ q.q AND e.tsv IS NOT NULL
-	AND ($2 = '' OR e.session_id IN (SELECT id FROM rein_sessions WHERE cwd = $2))
-ORDER BY ts_rank(e.tsv, q.q) DESC, e.session_id, e.seq
+SELECT x.session_id, x.seq, e.line FROM rein_search x
+JOIN rein_events e ON e.session_id = x.session_id AND e.seq = x.seq, q
+WHERE x.tsv @@ q.q
+	AND ($2 = '' OR x.session_id IN (SELECT id FROM rein_sessions WHERE cwd = $2))
+ORDER BY ts_rank(x.tsv, q.q) DESC, x.session_id, x.seq
 LIMIT $3 OFFSET $4`, query, opts.Cwd, n+1, off)
 	if err != nil {
 		return nil, "", unreadable(err)

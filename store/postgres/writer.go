@@ -46,8 +46,7 @@ type writer struct {
 
 type req struct {
 	events   []session.Event
-	lines    [][]byte // each event's line, without its newline
-	texts    []*string
+	lines    [][]byte      // each event's line, without its newline
 	wake     chan struct{} // one send: finished, or "commit now"
 	finished bool
 	err      error
@@ -153,9 +152,8 @@ WHERE id = $1 AND lease_token = $2 AND lease_expires > now()`, w.id, w.token, ms
 	}
 }
 
-// Append implements store.Writer. The batch is encoded (and its message
-// text extracted for the search index) before it is queued; ctx is
-// honoured only until then. A batch is stored whole or not at all, and only
+// Append implements store.Writer. The batch is encoded before it is
+// queued; ctx is honoured only until then. A batch is stored whole or not at all, and only
 // while the lease holds: store.ErrLeaseLost otherwise. When a commit fails,
 // its batches and every batch queued behind them fail; the caller may retry
 // from the first failed seq.
@@ -166,7 +164,7 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 	if len(batch) == 0 {
 		return w.Flush(ctx)
 	}
-	r := &req{events: batch, lines: make([][]byte, len(batch)), texts: make([]*string, len(batch)), wake: make(chan struct{}, 1)}
+	r := &req{events: batch, lines: make([][]byte, len(batch)), wake: make(chan struct{}, 1)}
 	n := 0
 	for i := range batch {
 		n += 96 + len(batch[i].Data)
@@ -182,7 +180,6 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 		start := len(buf)
 		buf = ev.AppendLine(buf)
 		r.lines[i] = buf[start : len(buf)-1 : len(buf)-1]
-		r.texts[i] = messageText(ev)
 	}
 	w.mu.Lock()
 	switch {
@@ -336,32 +333,32 @@ func (w *writer) enqueue(r *req) error {
 
 // appendSQL stores a group in one statement: the summary row is updated
 // only while the token holds an unexpired lease and the group continues
-// the stored seqs, and the events are inserted only if it was; the
-// followers are notified in the same transaction. It returns one row when
-// the group was stored, none when it was refused.
+// the stored seqs, and the events are inserted only if it was. It returns
+// one row when the group was stored, none when it was refused. (Followers
+// are told, and the search index updated, after the commit: see
+// background.go.)
 const appendSQL = `
 WITH s AS (
 	UPDATE rein_sessions SET
 		next_seq = next_seq + cardinality($4::bigint[]),
-		turns = turns + $8,
-		title = coalesce($9, title),
-		updated_at = $10,
-		size = size + $11,
-		lease_expires = now() + $12 * interval '1 millisecond'
+		turns = turns + $7,
+		title = coalesce($8, title),
+		updated_at = $9,
+		size = size + $10,
+		lease_expires = now() + $11 * interval '1 millisecond'
 	WHERE id = $1 AND lease_token = $2 AND lease_expires > now() AND next_seq = $3
 	RETURNING id),
 i AS (
-	INSERT INTO rein_events (session_id, seq, type, line, tsv)
-	SELECT s.id, u.seq, u.type, u.line, to_tsvector('simple', u.txt)
-	FROM s, unnest($4::bigint[], $5::text[], $6::bytea[], $7::text[]) AS u(seq, type, line, txt))
-SELECT 1 FROM s CROSS JOIN LATERAL pg_notify($13, s.id)`
+	INSERT INTO rein_events (session_id, seq, type, line)
+	SELECT s.id, u.seq, u.type, u.line
+	FROM s, unnest($4::bigint[], $5::text[], $6::bytea[]) AS u(seq, type, line))
+SELECT 1 FROM s`
 
 // commit stores group. Only the committer calls it.
 func (w *writer) commit(group []*req) error {
 	var seqs []int64
 	var types []string
 	var lines [][]byte
-	var texts []*string
 	turns, size := 0, int64(0)
 	var title *string
 	var last time.Time
@@ -370,7 +367,6 @@ func (w *writer) commit(group []*req) error {
 			seqs = append(seqs, ev.Seq)
 			types = append(types, string(ev.Type))
 			lines = append(lines, g.lines[i])
-			texts = append(texts, g.texts[i])
 			size += int64(len(g.lines[i]) + 1)
 			last = ev.Time
 			switch ev.Type {
@@ -404,8 +400,8 @@ func (w *writer) commit(group []*req) error {
 	// its outcome no longer matters to anyone but us (see resolve).
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	var one int
-	err := w.s.pool.QueryRow(ctx, appendSQL, w.id, w.token, first, seqs, types, lines, texts,
-		turns, title, last, size, ms(w.s.opts.LeaseTTL), w.s.channel).Scan(&one)
+	err := w.s.pool.QueryRow(ctx, appendSQL, w.id, w.token, first, seqs, types, lines,
+		turns, title, last, size, ms(w.s.opts.LeaseTTL)).Scan(&one)
 	cancel()
 	switch {
 	case err == nil:
@@ -413,6 +409,8 @@ func (w *writer) commit(group []*req) error {
 		w.stored = first + int64(len(seqs))
 		w.mu.Unlock()
 		w.extend(sent)
+		w.s.notifier.add(w.id)
+		w.s.indexer.add(w.id)
 		return nil
 	case errors.Is(err, pgx.ErrNoRows):
 		return w.refused(first)
@@ -436,6 +434,8 @@ func (w *writer) commit(group []*req) error {
 		w.mu.Lock()
 		w.stored = first + int64(len(seqs))
 		w.mu.Unlock()
+		w.s.notifier.add(w.id)
+		w.s.indexer.add(w.id)
 		return nil
 	}
 	return fmt.Errorf("postgres: append to %s: %w", w.id, err)
