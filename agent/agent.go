@@ -153,7 +153,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("agent: session %s: %w", id, err)
 	}
 	h := session.Header{ID: id, Cwd: c.Cwd, CreatedAt: c.Clock().UTC(), Title: c.Title, Version: session.Version}
-	return start(c, &lazyWriter{st: c.Store, h: h}, session.NewLog(h), session.HeaderInitial, StartStartup), nil
+	return start(c, newLazyWriter(c.Store, h), session.NewLog(h), session.HeaderInitial, StartStartup), nil
 }
 
 // Resume opens session id from st (taking its lock), repairs it as

@@ -125,11 +125,24 @@ func (p *persister) pending() []int64 {
 type lazyWriter struct {
 	st store.Store
 	h  session.Header
+	// lost is closed when the created writer's lease is lost
+	// (store.Leased); closed, when Close runs, ends the goroutine that
+	// watches for that.
+	lost, closed chan struct{}
+	stop         sync.Once
 
 	mu   sync.Mutex
 	w    store.Writer // nil until created
 	held []session.Event
 }
+
+func newLazyWriter(st store.Store, h session.Header) *lazyWriter {
+	return &lazyWriter{st: st, h: h, lost: make(chan struct{}), closed: make(chan struct{})}
+}
+
+// Lost implements store.Leased: it passes on the loss of the created
+// writer's lease (and never closes for a store without leases).
+func (l *lazyWriter) Lost() <-chan struct{} { return l.lost }
 
 func (l *lazyWriter) created() bool {
 	l.mu.Lock()
@@ -168,6 +181,15 @@ func (l *lazyWriter) Append(ctx context.Context, batch []session.Event) error {
 			return err
 		}
 		l.w = w
+		if lw, ok := w.(store.Leased); ok {
+			go func() {
+				select {
+				case <-lw.Lost():
+					close(l.lost)
+				case <-l.closed:
+				}
+			}()
+		}
 	}
 	if len(l.held) > 0 {
 		full := append(l.held[:len(l.held):len(l.held)], batch...)
@@ -190,6 +212,7 @@ func (l *lazyWriter) Flush(ctx context.Context) error {
 }
 
 func (l *lazyWriter) Close() error {
+	l.stop.Do(func() { close(l.closed) })
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.held = nil
