@@ -45,9 +45,7 @@ func TestMain(m *testing.M) {
 
 // pgSession returns the generated 100,000-event session in the JSONL store
 // and the same session imported into a fresh PostgreSQL store.
-func pgSession(b *testing.B) (*jsonl.Store, *postgres.Store, string) { return pgSessionT(b) }
-
-func pgSessionT(b testing.TB) (*jsonl.Store, *postgres.Store, string) {
+func pgSession(b *testing.B) (*jsonl.Store, *postgres.Store, string) {
 	b.Helper()
 	root, err := Cached(pgEvents)
 	if err != nil {
