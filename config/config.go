@@ -103,7 +103,7 @@ type Config struct {
 	listOrigins []Setting
 	held        []Held
 	ignored     []Setting // workspace settings never applied (store)
-	keyEnvs     []string // every api_key_env named by any file
+	keyEnvs     []string  // every api_key_env named by any file
 }
 
 // Permissions are rules in Claude Code's syntax (Bash(git status:*),

@@ -17,8 +17,8 @@ import (
 	"github.com/reinhq/rein/config"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/sandbox"
-	"github.com/reinhq/rein/trust"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/trust"
 )
 
 // app is one invocation of rein: its streams, global flags and the state the
