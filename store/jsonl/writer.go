@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/group"
 )
 
 // file is what a writer needs of its session file; tests wrap it to inject
@@ -34,17 +35,16 @@ type writer struct {
 	f    file
 	stop sync.Once
 
-	mu         sync.Mutex
-	closed     bool
-	broken     error // the file could not be restored after a failure
-	committing bool
-	queue      []*req
-	next       int64  // seq the next accepted batch must start at
-	size       int64  // durable size in bytes
-	m          meta   // summary of the durable content
-	ix         *index // fork index of the durable content; nil: not kept
-	metaAt     time.Time
-	scratch    []byte
+	mu      sync.Mutex
+	closed  bool
+	broken  error             // the file could not be restored after a failure
+	q       group.Queue[*req] // group commit
+	next    int64             // seq the next accepted batch must start at
+	size    int64             // durable size in bytes
+	m       meta              // summary of the durable content
+	ix      *index            // fork index of the durable content; nil: not kept
+	metaAt  time.Time
+	scratch []byte
 }
 
 // linePool recycles the encoding buffers of batches (a batch's lines are
@@ -52,11 +52,8 @@ type writer struct {
 var linePool = sync.Pool{New: func() any { return new([]byte) }}
 
 type req struct {
-	lines    []byte
-	events   []session.Event
-	wake     chan struct{} // one send: finished, or "commit now"
-	finished bool
-	err      error
+	lines  []byte
+	events []session.Event
 }
 
 func (s *Store) newWriter(h session.Header, f *os.File, m meta, x *index) *writer {
@@ -106,7 +103,7 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 	if cap(lines) <= 1<<20 {
 		*bp = lines // keep the grown buffer; bigger ones go to the GC
 	}
-	r := &req{lines: lines, events: batch, wake: make(chan struct{}, 1)}
+	r := &req{lines: lines, events: batch}
 	w.mu.Lock()
 	switch {
 	case w.closed:
@@ -150,59 +147,20 @@ func (w *writer) Flush(ctx context.Context) error {
 		w.mu.Unlock()
 		return fmt.Errorf("%w: session %s", store.ErrClosed, w.id)
 	}
-	if !w.committing && len(w.queue) == 0 {
+	if !w.q.Busy() {
 		err := w.broken
 		w.mu.Unlock()
 		return err
 	}
-	return w.enqueue(&req{wake: make(chan struct{}, 1)})
+	return w.enqueue(&req{})
 }
 
-// enqueue queues r (w.mu held; released on return) and waits for it.
+// enqueue queues r (w.mu held; released on return) and waits for its
+// group's commit.
 func (w *writer) enqueue(r *req) error {
-	w.queue = append(w.queue, r)
-	if w.committing {
-		w.mu.Unlock()
-		<-r.wake
-		w.mu.Lock()
-		if r.finished {
-			err := r.err
-			w.mu.Unlock()
-			return err
-		}
-		// Handed the commit role; r heads the queue.
-	}
-	w.committing = true
-	group := w.queue
-	w.queue = nil
-	w.mu.Unlock()
-
-	err := w.commit(group)
-
-	w.mu.Lock()
-	for _, g := range group {
-		g.finished, g.err = true, err
-		if g != r {
-			g.wake <- struct{}{}
-		}
-	}
-	if err != nil {
-		// Batches queued behind the failed group carry later seqs; fail
-		// them too so that a retry starts from the durable end.
-		for _, q := range w.queue {
-			q.finished, q.err = true, fmt.Errorf("jsonl: an earlier batch failed: %w", err)
-			q.wake <- struct{}{}
-		}
-		w.queue = nil
-		w.next = w.m.Events
-	}
-	if len(w.queue) > 0 {
-		w.queue[0].wake <- struct{}{}
-	} else {
-		w.committing = false
-	}
-	w.mu.Unlock()
-	return err
+	return w.q.Do(&w.mu, r, w.commit,
+		func(error) { w.next = w.m.Events }, // batches behind the failed group fail too
+		func(err error) error { return fmt.Errorf("jsonl: an earlier batch failed: %w", err) })
 }
 
 // commit writes and fsyncs group. Only the committer calls it, so the
@@ -308,8 +266,8 @@ func (w *writer) Close() error {
 	}
 	w.closed = true
 	var err error
-	if w.committing || len(w.queue) > 0 {
-		err = w.enqueue(&req{wake: make(chan struct{}, 1)})
+	if w.q.Busy() {
+		err = w.enqueue(&req{})
 		w.mu.Lock()
 	}
 	if w.broken == nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/internal/group"
 )
 
 // writer appends to one session while it holds the session's lease. Its
@@ -33,23 +34,19 @@ type writer struct {
 	renewing sync.WaitGroup
 	stopOnce sync.Once
 
-	mu         sync.Mutex
-	closed     bool
-	lostErr    error // set (wrapping store.ErrLeaseLost) when lost is closed
-	broken     error // a commit's outcome could not be learnt
-	committing bool
-	queue      []*req
-	next       int64     // seq the next accepted batch must start at
-	stored     int64     // events stored
-	deadline   time.Time // the lease surely holds until then (our clock)
+	mu       sync.Mutex
+	closed   bool
+	lostErr  error             // set (wrapping store.ErrLeaseLost) when lost is closed
+	broken   error             // a commit's outcome could not be learnt
+	q        group.Queue[*req] // group commit
+	next     int64             // seq the next accepted batch must start at
+	stored   int64             // events stored
+	deadline time.Time         // the lease surely holds until then (our clock)
 }
 
 type req struct {
-	events   []session.Event
-	lines    [][]byte      // each event's line, without its newline
-	wake     chan struct{} // one send: finished, or "commit now"
-	finished bool
-	err      error
+	events []session.Event
+	lines  [][]byte // each event's line, without its newline
 }
 
 var _ store.Leased = (*writer)(nil)
@@ -164,7 +161,7 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 	if len(batch) == 0 {
 		return w.Flush(ctx)
 	}
-	r := &req{events: batch, lines: make([][]byte, len(batch)), wake: make(chan struct{}, 1)}
+	r := &req{events: batch, lines: make([][]byte, len(batch))}
 	n := 0
 	for i := range batch {
 		n += 96 + len(batch[i].Data)
@@ -273,7 +270,7 @@ func (w *writer) Flush(ctx context.Context) error {
 		w.mu.Unlock()
 		return fmt.Errorf("%w: session %s", store.ErrClosed, w.id)
 	}
-	if !w.committing && len(w.queue) == 0 {
+	if !w.q.Busy() {
 		err := w.lostErr
 		if err == nil {
 			err = w.broken
@@ -281,54 +278,15 @@ func (w *writer) Flush(ctx context.Context) error {
 		w.mu.Unlock()
 		return err
 	}
-	return w.enqueue(&req{wake: make(chan struct{}, 1)})
+	return w.enqueue(&req{})
 }
 
-// enqueue queues r (w.mu held; released on return) and waits for it.
+// enqueue queues r (w.mu held; released on return) and waits for its
+// group's commit.
 func (w *writer) enqueue(r *req) error {
-	w.queue = append(w.queue, r)
-	if w.committing {
-		w.mu.Unlock()
-		<-r.wake
-		w.mu.Lock()
-		if r.finished {
-			err := r.err
-			w.mu.Unlock()
-			return err
-		}
-		// Handed the commit role; r heads the queue.
-	}
-	w.committing = true
-	group := w.queue
-	w.queue = nil
-	w.mu.Unlock()
-
-	err := w.commit(group)
-
-	w.mu.Lock()
-	for _, g := range group {
-		g.finished, g.err = true, err
-		if g != r {
-			g.wake <- struct{}{}
-		}
-	}
-	if err != nil {
-		// Batches queued behind the failed group carry later seqs; fail
-		// them too so that a retry starts from the stored end.
-		for _, q := range w.queue {
-			q.finished, q.err = true, fmt.Errorf("postgres: an earlier batch failed: %w", err)
-			q.wake <- struct{}{}
-		}
-		w.queue = nil
-		w.next = w.stored
-	}
-	if len(w.queue) > 0 {
-		w.queue[0].wake <- struct{}{}
-	} else {
-		w.committing = false
-	}
-	w.mu.Unlock()
-	return err
+	return w.q.Do(&w.mu, r, w.commit,
+		func(error) { w.next = w.stored }, // batches behind the failed group fail too
+		func(err error) error { return fmt.Errorf("postgres: an earlier batch failed: %w", err) })
 }
 
 // appendSQL stores a group in one statement: the summary row is updated
@@ -504,8 +462,8 @@ func (w *writer) Close() error {
 	}
 	w.closed = true
 	var err error
-	if w.committing || len(w.queue) > 0 {
-		err = w.enqueue(&req{wake: make(chan struct{}, 1)})
+	if w.q.Busy() {
+		err = w.enqueue(&req{})
 		w.mu.Lock()
 	}
 	lost := w.lostErr
