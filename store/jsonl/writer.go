@@ -95,7 +95,7 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 		if i > 0 && batch[i].Seq != batch[i-1].Seq+1 {
 			return fmt.Errorf("%w: batch seq %d follows %d", store.ErrSeq, batch[i].Seq, batch[i-1].Seq)
 		}
-		if err := oneLine(batch[i]); err != nil {
+		if err := store.CheckLine(batch[i]); err != nil {
 			return err
 		}
 		lines = batch[i].AppendLine(lines)
@@ -119,22 +119,6 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 	}
 	w.next += int64(len(batch))
 	return w.enqueue(r)
-}
-
-// oneLine refuses an event whose line would not read back as one event:
-// data with a newline (valid JSON may hold one between tokens; json.Marshal
-// output never does) or a type with quotes, backslashes or control bytes.
-// Acknowledging it would leave a file that Load refuses.
-func oneLine(ev session.Event) error {
-	if bytes.IndexByte(ev.Data, '\n') >= 0 {
-		return fmt.Errorf("%w: seq %d: data holds a newline; encode it compactly", session.ErrCorrupt, ev.Seq)
-	}
-	for i := 0; i < len(ev.Type); i++ {
-		if c := ev.Type[i]; c < 0x20 || c == '"' || c == '\\' || c == 0x7f {
-			return fmt.Errorf("%w: seq %d: type %q is not a plain name", session.ErrCorrupt, ev.Seq, ev.Type)
-		}
-	}
-	return nil
 }
 
 // Flush implements store.Writer.

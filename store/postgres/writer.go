@@ -171,7 +171,7 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 		if i > 0 && ev.Seq != batch[i-1].Seq+1 {
 			return fmt.Errorf("%w: batch seq %d follows %d", store.ErrSeq, ev.Seq, batch[i-1].Seq)
 		}
-		if err := oneLine(ev); err != nil {
+		if err := store.CheckLine(ev); err != nil {
 			return err
 		}
 		start := len(buf)
@@ -198,21 +198,6 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 	}
 	w.next += int64(len(batch))
 	return w.enqueue(r)
-}
-
-// oneLine refuses an event whose line would not read back as one event
-// (the JSONL store's rule, kept so that every session exports to a file
-// that loads): data holding a newline, or a type that is not a plain name.
-func oneLine(ev session.Event) error {
-	if bytes.IndexByte(ev.Data, '\n') >= 0 {
-		return fmt.Errorf("%w: seq %d: data holds a newline; encode it compactly", session.ErrCorrupt, ev.Seq)
-	}
-	for i := 0; i < len(ev.Type); i++ {
-		if c := ev.Type[i]; c < 0x20 || c == '"' || c == '\\' || c == 0x7f {
-			return fmt.Errorf("%w: seq %d: type %q is not a plain name", session.ErrCorrupt, ev.Seq, ev.Type)
-		}
-	}
-	return nil
 }
 
 // maxText caps the message text indexed per event (a tsvector holds at
