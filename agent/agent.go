@@ -290,6 +290,35 @@ func (a *Agent) Send(m Message) (string, error) { return a.submit(m, false) }
 // admission running and no turn open it behaves as Send.
 func (a *Agent) Steer(m Message) (string, error) { return a.submit(m, true) }
 
+// ErrTurnNotRunning: SteerTurn's turn is not the open turn.
+var ErrTurnNotRunning = errors.New("agent: turn not running")
+
+// SteerTurn steers turn like Steer, but only while that turn is open: it
+// never queues the message as a turn of its own. When turn is not the open
+// turn (it ended, or has not started) it returns an error wrapping
+// ErrTurnNotRunning that names the open turn, and changes nothing.
+func (a *Agent) SteerTurn(turn int, m Message) (string, error) {
+	return a.submitIf(m, func() error {
+		cur, open := a.log.Turn()
+		switch {
+		case open && cur == turn:
+			return nil
+		case open:
+			return fmt.Errorf("%w: turn %d is not open (turn %d is)", ErrTurnNotRunning, turn, cur)
+		}
+		return fmt.Errorf("%w: turn %d is not open (no turn is; the last was %d)", ErrTurnNotRunning, turn, cur)
+	})
+}
+
+// Len returns the number of events in the session's log now.
+func (a *Agent) Len() int64 {
+	var n int64
+	if a.exec(func() { n = a.log.Len() }) != nil {
+		return a.log.Len() // the owner has exited; the log no longer changes
+	}
+	return n
+}
+
 func validContent(c []llm.Part) bool {
 	for _, p := range c {
 		if p.Text != "" || p.Data != "" {
@@ -299,7 +328,14 @@ func validContent(c []llm.Part) bool {
 	return false
 }
 
-func (a *Agent) submit(m Message, steer bool) (string, error) {
+func (a *Agent) submit(m Message, steer bool) (string, error) { return a.submitAs(m, steer, nil) }
+
+// submitIf submits m as steering when pre (run on the owner) returns nil.
+func (a *Agent) submitIf(m Message, pre func() error) (string, error) {
+	return a.submitAs(m, true, pre)
+}
+
+func (a *Agent) submitAs(m Message, steer bool, pre func() error) (string, error) {
 	if !validContent(m.Content) {
 		return "", ErrEmpty
 	}
@@ -312,6 +348,11 @@ func (a *Agent) submit(m Message, steer bool) (string, error) {
 		if a.closed {
 			err = ErrClosed
 			return
+		}
+		if pre != nil {
+			if err = pre(); err != nil {
+				return
+			}
 		}
 		if m.ID == "" {
 			m.ID = a.mintID()

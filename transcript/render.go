@@ -104,11 +104,35 @@ func renderEntry(e Entry, opts Options) string {
 		}
 		return s
 	case ToolCall:
-		s := "  → " + e.Tool.Name + " " + Summarize(e.Tool.Arguments, 100)
-		if e.Text != "" {
-			s += " (" + e.Text + ")"
+		return strings.TrimRight("  → "+e.Tool.Name+" "+Summarize(e.Tool.Arguments, 100), " ")
+	case ToolStarted:
+		if !e.Tool.Rewritten {
+			return "" // the assistant entry showed the call
 		}
-		return strings.TrimRight(s, " ")
+		return strings.TrimRight("  → "+e.Tool.Name+" "+Summarize(e.Tool.Arguments, 100), " ") + " (input rewritten by a hook)"
+	case Plan:
+		if !opts.Verbose {
+			return "" // the todo tool's result shows the list
+		}
+		var b strings.Builder
+		b.WriteString("plan:")
+		for _, it := range e.Plan {
+			mark := "[ ]"
+			switch it.Status {
+			case "completed":
+				mark = "[x]"
+			case "in_progress":
+				mark = "[>]"
+			}
+			b.WriteString("\n  " + mark + " " + oneLine(it.Content))
+		}
+		return b.String()
+	case Repair:
+		return "repaired: " + e.Text
+	case Blocked:
+		return block("blocked ("+e.Error+")", e.Text)
+	case AssistantDelta, ReasoningDelta:
+		return "" // Render shows whole messages
 	case ToolResult:
 		return toolResult(e, opts)
 	case Approval:

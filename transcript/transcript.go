@@ -1,14 +1,22 @@
 // Package transcript is rein's one translator from durable session events to
-// what a human sees: direct user messages, injected context labelled by its
-// source, steering, assistant text, tool calls and results in summary, turn
-// boundaries and their outcomes, compaction and errors. `rein sessions show`,
-// the TUI and ACP replay all read a session through it, so a direct message and
-// an injected context are told apart in one place, by source and by nothing
-// else.
+// what a person sees. It turns the log into a face-neutral model of entries
+// — a person's message, context labelled by its source, steering, assistant
+// text and reasoning, tool calls with their status, content and diffs, the
+// plan written by the todo tool, hook outcomes, compaction summaries, turn
+// outcomes and crash-repair notices — and every face renders from that
+// model: `rein sessions show` (Render), ACP replay and live updates, and
+// the terminal UI. A direct message and an injected context are told apart
+// here, by source and by nothing else.
 //
 // A transcript shows the original events: a compaction summary appears as its
 // own entry and never hides the events it replaces (only the model's projection
 // uses the replacement).
+//
+// A Builder reads a log once, in order. For a face that follows a live
+// session, Stream makes assistant chunks entries of their own (deltas), and
+// the assistant entry that completes them says how much was streamed.
+// Entries that exist only live (a prompt blocked by admission) are built with
+// BlockedEntry.
 //
 // Concurrency: a Builder is not safe for concurrent use; Build, Render and Text
 // are pure functions.
@@ -45,15 +53,31 @@ const (
 	Assistant Kind = "assistant"
 	// Reasoning is the model's reasoning text of one step.
 	Reasoning Kind = "reasoning"
-	// ToolCall is a call the model asked for.
+	// AssistantDelta and ReasoningDelta are streamed pieces of the step's
+	// text and reasoning (only with Builder.Stream).
+	AssistantDelta Kind = "assistant-delta"
+	ReasoningDelta Kind = "reasoning-delta"
+	// ToolCall is a call the model asked for (status pending).
 	ToolCall Kind = "tool-call"
-	// ToolResult is the answer to a call.
+	// ToolStarted says a call started: its permission check passed (or it
+	// was settled without running) and its tool/call is in the log (status
+	// running). Tool.Rewritten is set when a hook rewrote its input.
+	ToolStarted Kind = "tool-started"
+	// ToolResult is the answer to a call (status completed or failed).
 	ToolResult Kind = "tool-result"
+	// Plan is the plan the todo tool wrote (Plan holds it whole).
+	Plan Kind = "plan"
 	// Approval is a permission decision about a call.
 	Approval Kind = "approval"
 	// TurnStart and TurnEnd bound a turn.
 	TurnStart Kind = "turn-start"
 	TurnEnd   Kind = "turn-end"
+	// Repair is rein's notice that crash repair closed a turn the process
+	// did not live to close (it follows that turn's TurnEnd).
+	Repair Kind = "repair"
+	// Blocked is a prompt that admission refused: no turn ran and the
+	// prompt is not in the log (built live with BlockedEntry).
+	Blocked Kind = "blocked"
 	// Compaction marks the start or end of a compaction.
 	Compaction Kind = "compaction"
 	// Hook is a hook run record.
@@ -66,40 +90,67 @@ const (
 	Unknown Kind = "unknown"
 )
 
-// Entry is one thing a human sees. Which fields are set depends on Kind.
+// Entry is one thing a person sees. Which fields are set depends on Kind.
 type Entry struct {
 	Seq  int64 `json:"seq"`
 	Kind Kind  `json:"kind"`
 	// Turn and Step locate the entry (0 outside a turn or step).
 	Turn int `json:"turn,omitempty"`
 	Step int `json:"step,omitempty"`
-	// ID is the message id of user, context, summary and steering entries.
+	// ID is the message id of user, context, summary, steering and blocked
+	// entries, and the id of the message that triggered a turn-start entry.
 	ID string `json:"id,omitempty"`
-	// Source says who produced a user, context, summary or steering entry.
+	// Source says who produced a user, context, summary, steering or
+	// blocked entry.
 	Source *session.Source `json:"source,omitempty"`
-	// Text is the entry's text: message text, assistant text, a result's
-	// content, a compaction's reason, a title, a model name.
+	// Text is the entry's text: message text, assistant text or a delta, a
+	// result's content, a compaction's reason, a title, a model name, a
+	// notice.
 	Text string `json:"text,omitempty"`
-	// Tool describes tool-call, tool-result and approval entries.
+	// Content is the message's parts (text and images) for user, context,
+	// summary, steering and blocked entries; Text is its text.
+	Content []llm.Part `json:"-"`
+	// Streamed is, on an assistant or reasoning entry built with Stream,
+	// how many leading bytes of Text were already given as deltas: a live
+	// face shows only Text[Streamed:]. It is 0 when the deltas streamed are
+	// not a prefix of the final text (a retried request).
+	Streamed int `json:"streamed,omitempty"`
+	// Tool describes tool-call, tool-started, tool-result and approval
+	// entries.
 	Tool *Tool `json:"tool,omitempty"`
+	// Plan is the whole plan of a plan entry.
+	Plan []PlanItem `json:"plan,omitempty"`
 	// Reason is the outcome of a turn-end entry.
 	Reason *session.Reason `json:"reason,omitempty"`
 	// Usage is the token usage of an assistant entry.
 	Usage *llm.Usage `json:"usage,omitempty"`
 	// Interrupted marks an assistant entry whose stream was cut off.
 	Interrupted bool `json:"interrupted,omitempty"`
-	// Error carries a compaction's error or a hook's decision detail.
+	// Error carries a compaction's error, a hook's stderr or why a prompt
+	// was blocked.
 	Error string `json:"error,omitempty"`
 	// Replaces is the shadowed range of a summary entry.
 	Replaces *session.Replaces `json:"replaces,omitempty"`
 }
 
-// Tool describes a tool call, its result or its approval.
+// Tool describes a tool call, its start, its result or its approval.
 type Tool struct {
 	CallID string `json:"callID"`
 	Name   string `json:"name,omitempty"`
-	// Arguments is the raw JSON text of the call.
+	// Arguments is the raw JSON text of the call (what ran, on a started
+	// call).
 	Arguments string `json:"arguments,omitempty"`
+	// Title, Kind and Paths describe the call for a face (see Describe).
+	Title string   `json:"title,omitempty"`
+	Kind  ToolKind `json:"kind,omitempty"`
+	Paths []string `json:"paths,omitempty"`
+	// Status is the call's state after this entry.
+	Status Status `json:"status,omitempty"`
+	// Diff is the change an edit or write proposes (on the call) or made
+	// (on its result).
+	Diff *Diff `json:"diff,omitempty"`
+	// Rewritten marks a started call whose input a hook rewrote.
+	Rewritten bool   `json:"rewritten,omitempty"`
 	IsError   bool   `json:"isError,omitempty"`
 	Code      string `json:"code,omitempty"`
 	// Decision and By describe an approval; Decision also holds a hook's
@@ -110,22 +161,39 @@ type Tool struct {
 
 // Builder turns events into entries incrementally. The zero value is ready.
 type Builder struct {
-	names map[string]string // call id -> tool name
+	// Stream makes assistant/chunk events entries (AssistantDelta,
+	// ReasoningDelta), for faces that follow a live session.
+	Stream bool
+	// Cwd, when set, makes the paths of tool entries absolute.
+	Cwd string
+
+	calls     map[string]*callInfo // call id -> what the model asked
+	text      strings.Builder      // streamed text of the open step
+	reasoning strings.Builder      // streamed reasoning of the open step
+}
+
+type callInfo struct {
+	name, args string
+	diff       *Diff
 }
 
 // ErrDecode reports an event whose payload does not decode.
 var ErrDecode = errors.New("transcript: event does not decode")
 
 // Add translates one event into zero or more entries. Events must be added in
-// seq order. Chunks, step boundaries and tool/call records (already shown by
-// the assistant entry that asked for the call) produce no entry.
+// seq order. Step boundaries produce no entry; chunks produce one only with
+// Stream.
 func (b *Builder) Add(ev session.Event) ([]Entry, error) {
 	if !ev.Type.Known() {
 		return []Entry{{Seq: ev.Seq, Kind: Unknown, Text: string(ev.Type)}}, nil
 	}
 	switch ev.Type {
-	case session.TypeAssistantChunk, session.TypeStepStart, session.TypeStepEnd:
+	case session.TypeStepStart, session.TypeStepEnd:
 		return nil, nil
+	case session.TypeAssistantChunk:
+		if !b.Stream {
+			return nil, nil
+		}
 	}
 	p, err := ev.Decode()
 	if err != nil {
@@ -134,13 +202,17 @@ func (b *Builder) Add(ev session.Event) ([]Entry, error) {
 	e := Entry{Seq: ev.Seq}
 	switch p := p.(type) {
 	case *session.TurnStart:
-		e.Kind, e.Turn = TurnStart, p.Turn
+		e.Kind, e.Turn, e.ID = TurnStart, p.Turn, p.Trigger.MessageID
 	case *session.TurnEnd:
 		r := p.Reason
 		e.Kind, e.Turn, e.Reason = TurnEnd, p.Turn, &r
+		if r.Kind == session.ReasonInterrupted {
+			return []Entry{e, {Seq: ev.Seq, Kind: Repair, Turn: p.Turn,
+				Text: fmt.Sprintf("rein stopped before turn %d ended; the turn was closed when the session was next opened (calls left open were settled as outcome-unknown or not-run)", p.Turn)}}, nil
+		}
 	case *session.UserMessage:
 		src := p.Source
-		e.ID, e.Source, e.Text = p.ID, &src, text(p.Content)
+		e.ID, e.Source, e.Content, e.Text = p.ID, &src, p.Content, text(p.Content)
 		switch {
 		case p.Replaces != nil:
 			r := *p.Replaces
@@ -152,30 +224,54 @@ func (b *Builder) Add(ev session.Event) ([]Entry, error) {
 		}
 	case *session.SteeringMessage:
 		src := p.Source
-		e.Kind, e.Turn, e.ID, e.Source, e.Text = Steering, p.Turn, p.ID, &src, text(p.Content)
+		e.Kind, e.Turn, e.ID, e.Source, e.Content, e.Text = Steering, p.Turn, p.ID, &src, p.Content, text(p.Content)
+	case *session.AssistantChunk:
+		switch {
+		case p.Delta.Text != "":
+			b.text.WriteString(p.Delta.Text)
+			e.Kind, e.Text = AssistantDelta, p.Delta.Text
+		case p.Delta.Reasoning != "":
+			b.reasoning.WriteString(p.Delta.Reasoning)
+			e.Kind, e.Text = ReasoningDelta, p.Delta.Reasoning
+		default:
+			return nil, nil
+		}
+		e.Turn, e.Step = p.Turn, p.Step
 	case *session.AssistantMessage:
 		return b.assistant(ev.Seq, p), nil
 	case *session.ToolCall:
-		if b.names == nil {
-			b.names = map[string]string{}
+		c := b.call(p.CallID)
+		if c.name == "" {
+			c.name = p.Name
 		}
-		if _, ok := b.names[p.CallID]; ok && p.OriginalArguments == "" {
-			return nil, nil
-		}
-		// A call the assistant entry did not show, or whose input a hook
-		// rewrote: show what ran.
-		b.names[p.CallID] = p.Name
-		e.Kind, e.Turn, e.Step = ToolCall, p.Turn, p.Step
-		e.Tool = &Tool{CallID: p.CallID, Name: p.Name, Arguments: p.Arguments}
+		e.Kind, e.Turn, e.Step = ToolStarted, p.Turn, p.Step
+		e.Tool = b.tool(p.CallID, p.Name, p.Arguments)
+		e.Tool.Status = Running
 		if p.OriginalArguments != "" {
-			e.Text = "input rewritten by a hook"
+			e.Tool.Rewritten = true
+			c.args = p.Arguments
+			_, _, _, c.diff = Describe(p.Name, p.Arguments, b.Cwd)
 		}
 	case *session.ToolResult:
+		c := b.call(p.CallID)
 		e.Kind, e.Turn, e.Step, e.Text = ToolResult, p.Turn, p.Step, text(p.Content)
-		e.Tool = &Tool{CallID: p.CallID, Name: b.names[p.CallID], IsError: p.IsError, Code: p.Code}
+		e.Tool = &Tool{CallID: p.CallID, Name: c.name, IsError: p.IsError, Code: p.Code, Status: Completed}
+		if p.IsError {
+			e.Tool.Status = Failed
+		} else {
+			e.Tool.Diff = resultDiff(c.name, p.Meta, c.diff)
+		}
+		out := []Entry{e}
+		if c.name == "todo" && !p.IsError {
+			if items, ok := planOf(p.Meta); ok {
+				out = append(out, Entry{Seq: ev.Seq, Kind: Plan, Turn: p.Turn, Step: p.Step, Plan: items})
+			}
+		}
+		delete(b.calls, p.CallID)
+		return out, nil
 	case *session.ToolApproval:
 		e.Kind, e.Turn, e.Step, e.Text = Approval, p.Turn, p.Step, p.Reason
-		e.Tool = &Tool{CallID: p.CallID, Name: b.names[p.CallID], Decision: p.Decision, By: p.By}
+		e.Tool = &Tool{CallID: p.CallID, Name: b.call(p.CallID).name, Decision: p.Decision, By: p.By}
 	case *session.HookResult:
 		e.Kind, e.Text = Hook, p.Hook
 		if p.Turn != nil {
@@ -203,6 +299,24 @@ func (b *Builder) Add(ev session.Event) ([]Entry, error) {
 	return []Entry{e}, nil
 }
 
+func (b *Builder) call(id string) *callInfo {
+	if b.calls == nil {
+		b.calls = map[string]*callInfo{}
+	}
+	c := b.calls[id]
+	if c == nil {
+		c = &callInfo{}
+		b.calls[id] = c
+	}
+	return c
+}
+
+// tool describes a call from its name and arguments.
+func (b *Builder) tool(id, name, args string) *Tool {
+	title, kind, paths, diff := Describe(name, args, b.Cwd)
+	return &Tool{CallID: id, Name: name, Arguments: args, Title: title, Kind: kind, Paths: paths, Diff: diff}
+}
+
 func (b *Builder) assistant(seq int64, p *session.AssistantMessage) []Entry {
 	var out []Entry
 	var reasoning, txt strings.Builder
@@ -214,21 +328,35 @@ func (b *Builder) assistant(seq int64, p *session.AssistantMessage) []Entry {
 			txt.WriteString(part.Text)
 		}
 	}
+	streamed := func(sb *strings.Builder, final string) int {
+		s := sb.String()
+		sb.Reset()
+		if strings.HasPrefix(final, s) {
+			return len(s)
+		}
+		return 0
+	}
+	rs, ts := streamed(&b.reasoning, reasoning.String()), streamed(&b.text, txt.String())
 	if reasoning.Len() > 0 {
-		out = append(out, Entry{Seq: seq, Kind: Reasoning, Turn: p.Turn, Step: p.Step, Text: reasoning.String()})
+		out = append(out, Entry{Seq: seq, Kind: Reasoning, Turn: p.Turn, Step: p.Step, Text: reasoning.String(), Streamed: rs})
 	}
 	u := p.Usage
 	out = append(out, Entry{Seq: seq, Kind: Assistant, Turn: p.Turn, Step: p.Step, Text: txt.String(),
-		Usage: &u, Interrupted: p.Interrupted})
-	if b.names == nil {
-		b.names = map[string]string{}
-	}
+		Streamed: ts, Usage: &u, Interrupted: p.Interrupted})
 	for _, c := range p.ToolCalls {
-		b.names[c.ID] = c.Name
-		out = append(out, Entry{Seq: seq, Kind: ToolCall, Turn: p.Turn, Step: p.Step,
-			Tool: &Tool{CallID: c.ID, Name: c.Name, Arguments: c.Arguments}})
+		t := b.tool(c.ID, c.Name, c.Arguments)
+		t.Status = Pending
+		ci := b.call(c.ID)
+		ci.name, ci.args, ci.diff = c.Name, c.Arguments, t.Diff
+		out = append(out, Entry{Seq: seq, Kind: ToolCall, Turn: p.Turn, Step: p.Step, Tool: t})
 	}
 	return out
+}
+
+// BlockedEntry is the entry of a prompt that admission blocked, for faces
+// that saw it live (agent/blocked): the prompt never entered the log.
+func BlockedEntry(id string, content []llm.Part, src session.Source, reason string) Entry {
+	return Entry{Kind: Blocked, ID: id, Source: &src, Content: content, Text: text(content), Error: reason}
 }
 
 // Build translates a whole log.

@@ -157,7 +157,7 @@ func (a *app) demo(ctx context.Context, keep bool) error {
 		Title:    "rein demo",
 		Hooks: agent.Hooks{
 			PromptAdmission: []agent.Hook[agent.Prompt, agent.Admission]{demoAdmission},
-			ToolPre:         []agent.Hook[agent.ToolCallInfo, agent.ToolDecision]{guardHook(pol, guard.DenyAll{})},
+			ToolPre:         []agent.Hook[agent.ToolCallInfo, agent.ToolDecision]{guardHook(func() *guard.Policy { return pol }, guard.DenyAll{})},
 		},
 		Logger:   a.log,
 		Redactor: a.red,

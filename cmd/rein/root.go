@@ -160,7 +160,7 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging (slog) to stderr")
 	f.BoolVar(&a.trustOnce, "trust", false, "apply this workspace's own hooks, provider URLs, allow rules and other trust-relevant settings for this run only (see 'rein trust')")
 	f.StringVar(&a.storeSpec, "store", "", "where sessions are kept: a directory (JSONL files) or a postgres:// URL (default from config: $REIN_HOME)")
-	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd(), a.trustCmd(), a.storeCmd())
+	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd(), a.trustCmd(), a.storeCmd(), a.acpCmd())
 	return root
 }
 

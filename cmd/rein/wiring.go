@@ -229,10 +229,11 @@ func (a agentApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (
 }
 
 // guardHook is the last ToolPre function: the permission policy decides, the
-// approver answers its "ask".
-func guardHook(p *guard.Policy, ap guard.Approver) agent.Hook[agent.ToolCallInfo, agent.ToolDecision] {
+// approver answers its "ask". policy returns the policy in force (a face may
+// switch modes while the session runs).
+func guardHook(policy func() *guard.Policy, ap guard.Approver) agent.Hook[agent.ToolCallInfo, agent.ToolDecision] {
 	return func(ctx context.Context, in agent.ToolCallInfo, _ func(context.Context, agent.ToolCallInfo) (agent.ToolDecision, error)) (agent.ToolDecision, error) {
-		appr, dec, err := guard.Authorize(ctx, p, ap, in.Name, in.CallID, []byte(in.Arguments))
+		appr, dec, err := guard.Authorize(ctx, policy(), ap, in.Name, in.CallID, []byte(in.Arguments))
 		if err != nil && !appr.Allow {
 			return agent.ToolDecision{Kind: agent.Deny, Reason: appr.Reason, By: appr.By}, nil
 		}
@@ -255,6 +256,12 @@ func (a *app) hooks(dir string, hc *hook.Config, st store.Store) (agent.Hooks, e
 	if err != nil {
 		return agent.Hooks{}, err
 	}
+	return a.hooksFor(dir, hc, st, func() *guard.Policy { return p }, a.approver())
+}
+
+// hooksFor is hooks with the policy in force and the approver of its asks
+// given by the face.
+func (a *app) hooksFor(dir string, hc *hook.Config, st store.Store, policy func() *guard.Policy, ap guard.Approver) (agent.Hooks, error) {
 	rt := hook.Runtime{
 		Sandbox:        a.sandbox(dir),
 		Cwd:            dir,
@@ -265,12 +272,12 @@ func (a *app) hooks(dir string, hc *hook.Config, st store.Store) (agent.Hooks, e
 		Notify:         func(msg string) { fmt.Fprintln(a.stderr, "rein: hook:", msg) },
 	}
 	hs := hc.Hooks(rt)
-	hs.ToolPre = append(hs.ToolPre, guardHook(p, a.approver()))
+	hs.ToolPre = append(hs.ToolPre, guardHook(policy, ap))
 	// Transient model failures (rate limits, overload, network) are retried
 	// inside the step with backoff that honours Retry-After.
-	policy := retry.Default()
+	backoff := retry.Default()
 	hs.RequestError = append(hs.RequestError, agent.RetryWith(func(attempt int, e *llm.Error) (time.Duration, bool) {
-		wait, ok := policy.Next(attempt, e)
+		wait, ok := backoff.Next(attempt, e)
 		if ok {
 			a.log.Info("model request failed; retrying", "code", e.Code, "attempt", attempt, "wait", wait)
 		}

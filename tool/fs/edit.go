@@ -3,7 +3,6 @@ package fs
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -30,7 +29,10 @@ The file must have been read in this session and not changed on disk since. Retu
 	Parameters: editSchema.Parameters(),
 }
 
-type editTool struct{ confine *confine }
+type editTool struct {
+	confine *confine
+	buf     Buffers
+}
 
 // Edit returns the edit tool, unconfined (see Options.Confine).
 func Edit() tool.Tool { return editTool{} }
@@ -85,11 +87,11 @@ func (e editTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 		rf.Close()
 		return tool.Errorf(CodeTooLarge, "%s is %d bytes; edit handles files up to %d bytes", display(env, p), fi.Size(), MaxEditBytes), nil
 	}
-	if r := checkFresh(env, p, fi); r != nil {
+	if r := checkFresh(ctx, env, e.buf, p, fi); r != nil {
 		rf.Close()
 		return *r, nil
 	}
-	raw, err := io.ReadAll(rf)
+	raw, err := content(ctx, e.buf, rf, p)
 	rf.Close()
 	if err != nil {
 		return openErr(env, p, err), nil
@@ -122,7 +124,7 @@ func (e editTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 		return writeErr(env, p, err), nil
 	}
 	p = realPath(f, p)
-	if err := replaceContent(f, []byte(updated)); err != nil {
+	if err := put(ctx, e.buf, f, p, []byte(updated)); err != nil {
 		return openErr(env, p, err), nil
 	}
 	recordWritten(env, p, []byte(updated))

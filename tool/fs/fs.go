@@ -29,6 +29,7 @@ package fs
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -84,8 +85,25 @@ const (
 	sniffBytes = 8 << 10
 )
 
+// Buffers is another source of file contents for read, write and edit: an
+// editor's open buffers (ACP's fs/read_text_file and fs/write_text_file),
+// so that the model reads what the person sees, saved or not, and its
+// changes land in the editor. Paths are still opened on the file system
+// first — confinement, existence, directories and sizes are decided there,
+// and a write is handed to the editor at the path the opened file really
+// has; the read-before-edit record then holds the hash of the buffer's
+// content. ReadFile reports a file the editor does not have with an error
+// wrapping io/fs.ErrNotExist.
+type Buffers interface {
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	WriteFile(ctx context.Context, path string, data []byte) error
+}
+
 // Options configure the file tools.
 type Options struct {
+	// Buffers, when set, is where read, write and edit get and put file
+	// contents.
+	Buffers Buffers
 	// Rg is the ripgrep binary grep uses. Empty means look up "rg" on PATH
 	// when the tool is built; "-" means never use ripgrep (the Go
 	// implementation runs).
@@ -104,7 +122,7 @@ func All(opts Options) []tool.Tool {
 	if opts.Confine {
 		c = newConfine(opts.WriteRoots)
 	}
-	return []tool.Tool{Read(), writeTool{c}, editTool{c}, Glob(), Grep(opts), Ls()}
+	return []tool.Tool{readTool{opts.Buffers}, writeTool{c, opts.Buffers}, editTool{c, opts.Buffers}, Glob(), Grep(opts), Ls()}
 }
 
 // expandHome expands "~" and a leading "~/" to the home directory, as the
@@ -269,29 +287,59 @@ func hashFile(p string) ([sha256.Size]byte, error) {
 }
 
 // checkFresh refuses (with a result) a file that was not read in this
-// session or changed on disk since. A changed modification time with the
-// same content passes and refreshes the record.
-func checkFresh(env tool.Env, p string, fi os.FileInfo) *tool.Result {
+// session or changed since: on disk, or in buf when buffers are used. A
+// changed modification time with the same content passes and refreshes
+// the record.
+func checkFresh(ctx context.Context, env tool.Env, buf Buffers, p string, fi os.FileInfo) *tool.Result {
 	rs := reads(env.State)
 	st, ok := rs.get(p)
 	if !ok {
 		r := tool.Errorf(CodeNotRead, "%s has not been read in this session; read it first, then retry", display(env, p))
 		return &r
 	}
-	if st.modTime.Equal(fi.ModTime()) && st.size == fi.Size() {
-		return nil
+	var sum [sha256.Size]byte
+	var err error
+	where := "on disk"
+	if buf != nil {
+		where = "in the editor"
+		var data []byte
+		if data, err = buf.ReadFile(ctx, p); err == nil {
+			sum = sha256.Sum256(data)
+		}
+	} else {
+		if st.modTime.Equal(fi.ModTime()) && st.size == fi.Size() {
+			return nil
+		}
+		sum, err = hashFile(p)
 	}
-	sum, err := hashFile(p)
 	if err != nil {
 		r := openErr(env, p, err)
 		return &r
 	}
 	if sum != st.sum {
-		r := tool.Errorf(CodeStale, "%s changed on disk since it was read; read it again, then retry", display(env, p))
+		r := tool.Errorf(CodeStale, "%s changed %s since it was read; read it again, then retry", display(env, p), where)
 		return &r
 	}
 	rs.put(p, stamp{fi.ModTime(), fi.Size(), sum})
 	return nil
+}
+
+// content returns a file's content: from buf when set, else all of f.
+func content(ctx context.Context, buf Buffers, f *os.File, p string) ([]byte, error) {
+	if buf != nil {
+		return buf.ReadFile(ctx, p)
+	}
+	return io.ReadAll(f)
+}
+
+// put replaces the content of the file opened as f, which it closes:
+// through buf (at p, the path f really has) when set, else in f.
+func put(ctx context.Context, buf Buffers, f *os.File, p string, b []byte) error {
+	if buf != nil {
+		f.Close()
+		return buf.WriteFile(ctx, p, b)
+	}
+	return replaceContent(f, b)
 }
 
 // recordWritten refreshes the record after write or edit put content at p.

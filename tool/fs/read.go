@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -37,7 +38,7 @@ Binary files are refused. Reading a file is required before write may replace it
 	Parameters: readSchema.Parameters(),
 }
 
-type readTool struct{}
+type readTool struct{ buf Buffers }
 
 // Read returns the read tool.
 func Read() tool.Tool { return readTool{} }
@@ -54,7 +55,7 @@ type readMeta struct {
 	Truncated  bool   `json:"truncated"`
 }
 
-func (readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+func (t readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	a, bad := readSchema.Decode(call.Arguments)
 	if bad != nil {
 		return *bad, nil
@@ -77,11 +78,20 @@ func (readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	if fi.IsDir() {
 		return tool.Errorf(CodeIsDirectory, "%s is a directory; use ls to list it", display(env, p)), nil
 	}
+	var src io.Reader = f
+	size := fi.Size()
+	if t.buf != nil {
+		data, err := t.buf.ReadFile(ctx, p)
+		if err != nil {
+			return openErr(env, p, err), nil
+		}
+		src, size = bytes.NewReader(data), int64(len(data))
+	}
 	h := sha256.New()
-	br := bufio.NewReaderSize(io.TeeReader(f, h), 64<<10)
+	br := bufio.NewReaderSize(io.TeeReader(src, h), 64<<10)
 	head, _ := br.Peek(sniffBytes)
 	if isBinary(head) {
-		return tool.Errorf(CodeBinary, "%s looks like a binary file (%d bytes); read shows text files only", display(env, p), fi.Size()), nil
+		return tool.Errorf(CodeBinary, "%s looks like a binary file (%d bytes); read shows text files only", display(env, p), size), nil
 	}
 
 	offset := max(a.Offset, 1)

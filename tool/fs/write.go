@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	"os"
 	"path/filepath"
@@ -31,7 +30,10 @@ An existing file must have been read in this session first, and not changed on d
 	Parameters: writeSchema.Parameters(),
 }
 
-type writeTool struct{ confine *confine }
+type writeTool struct {
+	confine *confine
+	buf     Buffers
+}
 
 // Write returns the write tool, unconfined (see Options.Confine).
 func Write() tool.Tool { return writeTool{} }
@@ -67,11 +69,11 @@ func (w writeTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 		p = realPath(rf, p)
 		fi, err := rf.Stat()
 		if err == nil && !fi.IsDir() {
-			if r := checkFresh(env, p, fi); r != nil {
+			if r := checkFresh(ctx, env, w.buf, p, fi); r != nil {
 				rf.Close()
 				return *r, nil
 			}
-			old, err = io.ReadAll(rf)
+			old, err = content(ctx, w.buf, rf, p)
 		}
 		rf.Close()
 		switch {
@@ -104,7 +106,7 @@ func (w writeTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 		return writeErr(env, p, err), nil
 	}
 	p = realPath(f, p)
-	if err := replaceContent(f, []byte(a.Content)); err != nil {
+	if err := put(ctx, w.buf, f, p, []byte(a.Content)); err != nil {
 		return openErr(env, p, err), nil
 	}
 	recordWritten(env, p, []byte(a.Content))

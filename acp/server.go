@@ -1,0 +1,593 @@
+// Package acp is rein's Agent Client Protocol server: it makes rein an
+// agent that editors (Zed, JetBrains, Neovim and Emacs plugins) drive over
+// JSON-RPC on stdio, using github.com/coder/acp-go-sdk for the protocol's
+// types and connection.
+//
+// Every session/update it sends comes from the one translator of log events
+// to what a person sees (package transcript): session/load replays the
+// whole log through it before answering, and live turns stream through the
+// same mapping, so a reopened conversation looks as it did live. What a
+// person typed is a user message; context injected by other sources, hook
+// outcomes, steering, compaction summaries, blocked prompts and crash
+// repairs are labelled notices, never merged into the user's words. The
+// mapping, the extension methods (_rein/steer, _rein/inject) and the
+// choices behind them are in docs/acp.md.
+//
+// Concurrency: the SDK runs each request on its own goroutine. A session has
+// one follower goroutine that reads the agent's log (Agent.Events) and
+// writes its updates; prompt handlers wait for the follower to pass their
+// turn's end, so a response always follows the updates of its turn. Prompts
+// of one session run one at a time: a prompt that arrives while another runs
+// waits for it (docs/acp.md). stdout carries protocol lines only.
+//
+// This package sits above agent: it imports agent, transcript, session,
+// store, tool and llm, never a concrete store, provider, tool set or the
+// CLI; cmd/rein wires those in through Config.Open.
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/store"
+)
+
+// ProtocolVersion is the ACP version rein speaks.
+const ProtocolVersion = sdk.ProtocolVersionNumber
+
+// Errors of Serve.
+var (
+	// ErrNoOpen: Config.Open is required.
+	ErrNoOpen = errors.New("acp: config: Open is required")
+)
+
+// Config configures a Server. Open is required.
+type Config struct {
+	// Open starts the agent of a session: a new session when
+	// req.SessionID is empty, else the stored session req.SessionID,
+	// resumed (crash-repaired). The agent must use req.Approver for its
+	// approvals. Errors wrapping store.ErrNotFound and store.ErrLocked are
+	// answered as such.
+	Open func(ctx context.Context, req OpenRequest) (*Opened, error)
+	// Store, when set, backs session/list.
+	Store store.Store
+	// Name and Version identify the agent in initialize.
+	Name, Version string
+	// Auth reports whether the model can be reached. An error (it should
+	// name the missing environment variable) makes session/new and
+	// session/load answer auth_required with its text.
+	Auth func() error
+	// Images says the model accepts images in prompts.
+	Images bool
+	// Rules, when set, offers "allow always" in permission requests.
+	Rules Rules
+	// NoClientFS and NoClientTerminal keep the file tools and bash off the
+	// client's fs/* and terminal/* even when it offers them.
+	NoClientFS, NoClientTerminal bool
+	// Logger gets diagnostics (never stdout). Default: slog.Default().
+	Logger *slog.Logger
+	// ShutdownTimeout bounds how long closing the sessions may take when
+	// the client goes away (default 30 s).
+	ShutdownTimeout time.Duration
+}
+
+// OpenRequest is what the server asks Config.Open for.
+type OpenRequest struct {
+	// SessionID is empty for a new session.
+	SessionID string
+	// Cwd is the session's working directory (absolute).
+	Cwd string
+	// Approver asks the client (session/request_permission).
+	Approver agent.Approver
+	// Files, when set, reads and writes files through the client's
+	// editor buffers (fs/read_text_file, fs/write_text_file); give it to
+	// the file tools.
+	Files Files
+	// Terminal, when set, runs commands in the client's terminals
+	// (terminal/*); use it for the bash tool.
+	Terminal *Terminal
+	// MCPServers are the MCP servers the client asked for, passed through
+	// unchanged for whoever can start them (rein advertises no MCP
+	// transport yet, so a client sends only stdio servers).
+	MCPServers []sdk.McpServer
+}
+
+// Opened is a started session.
+type Opened struct {
+	Agent *agent.Agent
+	// Modes are the permission modes the client may switch between
+	// (session/set_mode); Mode is the current one. SetMode switches.
+	Modes   []Mode
+	Mode    string
+	SetMode func(id string) error
+}
+
+// Mode is a permission mode offered to the client.
+type Mode struct {
+	ID, Name, Description string
+}
+
+// Rules turn an "allow always" answer into a rule.
+type Rules interface {
+	// Rule returns the rule that would allow calls like req from now on
+	// (such as "bash(go test:*)"), or false when none can be written.
+	Rule(cwd string, req agent.ApprovalRequest) (string, bool)
+	// Save persists rule for the workspace. The server also remembers it
+	// for the rest of the session.
+	Save(ctx context.Context, cwd, rule string) error
+}
+
+// Server is one ACP connection's agent side. Create it with Serve.
+type Server struct {
+	cfg  Config
+	log  *slog.Logger
+	conn *sdk.AgentSideConnection
+	out  *lineWriter
+	// ctx ends when the connection does.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	caps     sdk.ClientCapabilities
+	sessions map[string]*sess
+	loading  map[string]bool
+}
+
+// Serve runs the agent side of one connection: requests are read from in,
+// responses and notifications written to out, one JSON line each. It
+// returns when in ends (the client went away) or ctx is done, after closing
+// every session it opened: a turn still running is cancelled and its log
+// closed cleanly.
+func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
+	if cfg.Open == nil {
+		return ErrNoOpen
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, out: &lineWriter{w: out}, sessions: map[string]*sess{}, loading: map[string]bool{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	defer s.cancel()
+	s.conn = sdk.NewAgentSideConnection(s, s.out, filterInput(in, s.out, s.log))
+	s.conn.SetLogger(s.log)
+	select {
+	case <-s.conn.Done():
+		s.log.Debug("acp: client disconnected")
+	case <-ctx.Done():
+		s.log.Debug("acp: stopping", "cause", context.Cause(ctx))
+	}
+	s.cancel()
+	return s.shutdown()
+}
+
+// shutdown closes every session: running turns are cancelled (cause
+// "closed"), logs flushed and released.
+func (s *Server) shutdown() error {
+	s.mu.Lock()
+	sessions := make([]*sess, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	s.sessions = map[string]*sess{}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	var errs []error
+	for _, ss := range sessions {
+		if err := ss.close(ctx); err != nil && !errors.Is(err, agent.ErrClosed) {
+			errs = append(errs, fmt.Errorf("session %s: %w", ss.id, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lineWriter serialises whole lines from the SDK and from the update
+// writers: every Write is one or more complete JSON lines.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Initialize negotiates the protocol and advertises what rein does.
+func (s *Server) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.InitializeResponse, error) {
+	s.mu.Lock()
+	s.caps = p.ClientCapabilities
+	s.mu.Unlock()
+	sc := sdk.SessionCapabilities{
+		Resume: &sdk.SessionResumeCapabilities{},
+		Close:  &sdk.SessionCloseCapabilities{},
+	}
+	if s.cfg.Store != nil {
+		sc.List = &sdk.SessionListCapabilities{}
+	}
+	name := s.cfg.Name
+	if name == "" {
+		name = "rein"
+	}
+	return sdk.InitializeResponse{
+		ProtocolVersion: ProtocolVersion,
+		AgentCapabilities: sdk.AgentCapabilities{
+			LoadSession:         true,
+			PromptCapabilities:  sdk.PromptCapabilities{Image: s.cfg.Images, EmbeddedContext: true},
+			SessionCapabilities: sc,
+			Meta:                map[string]any{"rein": map[string]any{"steer": true, "inject": true, "expectedTurn": true}},
+		},
+		AgentInfo:   &sdk.Implementation{Name: name, Version: s.cfg.Version},
+		AuthMethods: []sdk.AuthMethod{},
+	}, nil
+}
+
+// Authenticate is not needed: keys come from the environment.
+func (s *Server) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.AuthenticateResponse, error) {
+	if err := s.authError(); err != nil {
+		return sdk.AuthenticateResponse{}, err
+	}
+	return sdk.AuthenticateResponse{}, nil
+}
+
+func (s *Server) authError() error {
+	if s.cfg.Auth == nil {
+		return nil
+	}
+	if err := s.cfg.Auth(); err != nil {
+		return sdk.NewAuthRequired(map[string]any{"reason": err.Error()})
+	}
+	return nil
+}
+
+// errUnknownSession is the answer for a session id this connection does
+// not hold.
+func errUnknownSession(id sdk.SessionId) error {
+	return &sdk.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"error": fmt.Sprintf("unknown session %q: create it with session/new or open it with session/load", id)}}
+}
+
+func invalidParams(format string, args ...any) error {
+	return sdk.NewInvalidParams(map[string]any{"error": fmt.Sprintf(format, args...)})
+}
+
+func (s *Server) session(id sdk.SessionId) (*sess, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss := s.sessions[string(id)]; ss != nil {
+		return ss, nil
+	}
+	return nil, errUnknownSession(id)
+}
+
+func checkCwd(cwd string) error {
+	if !filepath.IsAbs(cwd) {
+		return invalidParams("cwd %q is not an absolute path", cwd)
+	}
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
+		return invalidParams("cwd %q is not a directory", cwd)
+	}
+	return nil
+}
+
+// NewSession creates a session.
+func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
+	if err := s.authError(); err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
+	if err := checkCwd(p.Cwd); err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
+	ss, err := s.open(ctx, "", p.Cwd, p.McpServers)
+	if err != nil {
+		return sdk.NewSessionResponse{}, err
+	}
+	ss.start(0)
+	return sdk.NewSessionResponse{SessionId: sdk.SessionId(ss.id), Modes: ss.modes()}, nil
+}
+
+// LoadSession opens a stored session and replays it whole as
+// session/update notifications before answering.
+func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
+	ss, err := s.resume(ctx, p.SessionId, p.Cwd, p.McpServers)
+	if err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	n, err := ss.replay(ctx)
+	if err != nil {
+		s.drop(ss)
+		return sdk.LoadSessionResponse{}, err
+	}
+	ss.start(n)
+	return sdk.LoadSessionResponse{Modes: ss.modes()}, nil
+}
+
+// ResumeSession opens a stored session without replaying it.
+func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
+	ss, err := s.resume(ctx, p.SessionId, p.Cwd, p.McpServers)
+	if err != nil {
+		return sdk.ResumeSessionResponse{}, err
+	}
+	n := ss.ag.Len()
+	ss.skip(n)
+	ss.start(n)
+	return sdk.ResumeSessionResponse{Modes: ss.modes()}, nil
+}
+
+func (s *Server) resume(ctx context.Context, id sdk.SessionId, cwd string, mcp []sdk.McpServer) (*sess, error) {
+	if err := s.authError(); err != nil {
+		return nil, err
+	}
+	if err := checkCwd(cwd); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, invalidParams("sessionId is required")
+	}
+	s.mu.Lock()
+	if s.sessions[string(id)] != nil || s.loading[string(id)] {
+		s.mu.Unlock()
+		return nil, invalidParams("session %q is already open on this connection", id)
+	}
+	s.loading[string(id)] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.loading, string(id))
+		s.mu.Unlock()
+	}()
+	return s.open(ctx, string(id), cwd, mcp)
+}
+
+// open starts a session's agent and registers it.
+func (s *Server) open(ctx context.Context, id, cwd string, mcp []sdk.McpServer) (*sess, error) {
+	s.mu.Lock()
+	caps := s.caps
+	s.mu.Unlock()
+	ss := newSession(s, cwd)
+	req := OpenRequest{SessionID: id, Cwd: cwd, Approver: ss, MCPServers: mcp}
+	if !s.cfg.NoClientFS && (caps.Fs.ReadTextFile || caps.Fs.WriteTextFile) {
+		req.Files = &clientFiles{s: ss, read: caps.Fs.ReadTextFile, write: caps.Fs.WriteTextFile}
+	}
+	if !s.cfg.NoClientTerminal && caps.Terminal {
+		req.Terminal = &Terminal{s: ss}
+	}
+	op, err := s.cfg.Open(ctx, req)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, &sdk.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"error": fmt.Sprintf("no session %q in the store", id)}}
+	case errors.Is(err, store.ErrLocked):
+		return nil, sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("session %q is open in another rein process", id)})
+	case err != nil:
+		return nil, sdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	ss.opened(op)
+	s.mu.Lock()
+	if s.ctx.Err() != nil {
+		s.mu.Unlock()
+		_ = ss.close(context.Background())
+		return nil, sdk.NewInternalError(map[string]any{"error": "the connection closed"})
+	}
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+	return ss, nil
+}
+
+func (s *Server) drop(ss *sess) {
+	s.mu.Lock()
+	delete(s.sessions, ss.id)
+	s.mu.Unlock()
+	_ = ss.close(context.Background())
+}
+
+// CloseSession cancels the session's work and releases it.
+func (s *Server) CloseSession(ctx context.Context, p sdk.CloseSessionRequest) (sdk.CloseSessionResponse, error) {
+	ss, err := s.session(p.SessionId)
+	if err != nil {
+		return sdk.CloseSessionResponse{}, err
+	}
+	s.mu.Lock()
+	delete(s.sessions, ss.id)
+	s.mu.Unlock()
+	if err := ss.close(ctx); err != nil && !errors.Is(err, agent.ErrClosed) {
+		return sdk.CloseSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	return sdk.CloseSessionResponse{}, nil
+}
+
+// ListSessions lists stored sessions, most recently updated first.
+func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (sdk.ListSessionsResponse, error) {
+	if s.cfg.Store == nil {
+		return sdk.ListSessionsResponse{}, sdk.NewMethodNotFound("session/list")
+	}
+	infos, err := s.cfg.Store.List(ctx)
+	if err != nil {
+		return sdk.ListSessionsResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	out := sdk.ListSessionsResponse{Sessions: []sdk.SessionInfo{}}
+	for _, in := range infos {
+		if p.Cwd != nil && *p.Cwd != in.Cwd {
+			continue
+		}
+		si := sdk.SessionInfo{SessionId: sdk.SessionId(in.ID), Cwd: in.Cwd}
+		if in.Title != "" {
+			si.Title = sdk.Ptr(in.Title)
+		}
+		if !in.UpdatedAt.IsZero() {
+			si.UpdatedAt = sdk.Ptr(in.UpdatedAt.UTC().Format(time.RFC3339))
+		}
+		out.Sessions = append(out.Sessions, si)
+	}
+	return out, nil
+}
+
+// SetSessionMode switches the session's permission mode.
+func (s *Server) SetSessionMode(_ context.Context, p sdk.SetSessionModeRequest) (sdk.SetSessionModeResponse, error) {
+	ss, err := s.session(p.SessionId)
+	if err != nil {
+		return sdk.SetSessionModeResponse{}, err
+	}
+	if err := ss.setMode(string(p.ModeId)); err != nil {
+		return sdk.SetSessionModeResponse{}, err
+	}
+	return sdk.SetSessionModeResponse{}, nil
+}
+
+// SetSessionConfigOption: rein offers no config options.
+func (s *Server) SetSessionConfigOption(context.Context, sdk.SetSessionConfigOptionRequest) (sdk.SetSessionConfigOptionResponse, error) {
+	return sdk.SetSessionConfigOptionResponse{}, sdk.NewMethodNotFound("session/set_config_option")
+}
+
+// Cancel cancels the session's running turn (or the admission of its
+// prompt). The prompt answers with stop reason "cancelled".
+func (s *Server) Cancel(_ context.Context, p sdk.CancelNotification) error {
+	ss, err := s.session(p.SessionId)
+	if err != nil {
+		s.log.Debug("acp: cancel for an unknown session", "session", p.SessionId)
+		return nil
+	}
+	ss.cancel()
+	return nil
+}
+
+// Prompt runs one prompt as one turn and answers when it ended.
+func (s *Server) Prompt(_ context.Context, p sdk.PromptRequest) (sdk.PromptResponse, error) {
+	ss, err := s.session(p.SessionId)
+	if err != nil {
+		return sdk.PromptResponse{}, err
+	}
+	return ss.prompt(p)
+}
+
+// HandleExtensionMethod serves _rein/steer and _rein/inject.
+func (s *Server) HandleExtensionMethod(_ context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case MethodSteer:
+		var p SteerRequest
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, invalidParams("%s: %v", method, err)
+		}
+		ss, err := s.session(sdk.SessionId(p.SessionID))
+		if err != nil {
+			return nil, err
+		}
+		return ss.steer(p)
+	case MethodInject:
+		var p InjectRequest
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, invalidParams("%s: %v", method, err)
+		}
+		ss, err := s.session(sdk.SessionId(p.SessionID))
+		if err != nil {
+			return nil, err
+		}
+		return ss.inject(p)
+	}
+	return nil, sdk.NewMethodNotFound(method)
+}
+
+// Extension methods.
+const (
+	MethodSteer  = "_rein/steer"
+	MethodInject = "_rein/inject"
+)
+
+// SteerRequest is the params of _rein/steer.
+type SteerRequest struct {
+	SessionID string             `json:"sessionId"`
+	Content   []sdk.ContentBlock `json:"content"`
+	// ExpectedTurn, when set, steers only that turn while it runs;
+	// otherwise the answer says it is not running and nothing is queued.
+	ExpectedTurn *int `json:"expectedTurn,omitempty"`
+	// MessageID is the steering message's id (minted when empty).
+	MessageID string `json:"messageId,omitempty"`
+}
+
+// Steer outcomes.
+const (
+	// Steered: the message reaches the running turn at its next step.
+	Steered = "steered"
+	// Queued: no turn was running; the message runs as a turn of its own.
+	Queued = "queued"
+	// NotRunning: ExpectedTurn is not the running turn; nothing changed.
+	NotRunning = "not-running"
+)
+
+// SteerResponse is the result of _rein/steer.
+type SteerResponse struct {
+	Status    string `json:"status"`
+	MessageID string `json:"messageId,omitempty"`
+	// Turn is the turn steered; RunningTurn the turn running when the
+	// answer is not-running (0: none).
+	Turn        int `json:"turn,omitempty"`
+	RunningTurn int `json:"runningTurn,omitempty"`
+}
+
+// InjectRequest is the params of _rein/inject.
+type InjectRequest struct {
+	SessionID string             `json:"sessionId"`
+	Content   []sdk.ContentBlock `json:"content"`
+	// Source names the producer; default {kind: "user-context", name:
+	// "acp"}. Kind "user" is refused: what a person types is a prompt.
+	Source *struct {
+		Kind string `json:"kind"`
+		Name string `json:"name,omitempty"`
+	} `json:"source,omitempty"`
+}
+
+// InjectResponse is the (empty) result of _rein/inject.
+type InjectResponse struct{}
+
+// parts converts content blocks to message parts: text as text, images
+// when the model takes them, resource links as markdown links, embedded
+// text resources as their text.
+func (s *Server) parts(blocks []sdk.ContentBlock) ([]llm.Part, error) {
+	var out []llm.Part
+	for i, b := range blocks {
+		switch {
+		case b.Text != nil:
+			out = append(out, llm.Part{Type: llm.PartText, Text: b.Text.Text})
+		case b.Image != nil:
+			if !s.cfg.Images {
+				return nil, invalidParams("content[%d]: this model does not take images", i)
+			}
+			out = append(out, llm.Part{Type: llm.PartImage, MediaType: b.Image.MimeType, Data: b.Image.Data})
+		case b.ResourceLink != nil:
+			out = append(out, llm.Part{Type: llm.PartText, Text: link(b.ResourceLink.Name, b.ResourceLink.Uri)})
+		case b.Resource != nil:
+			r := b.Resource.Resource
+			switch {
+			case r.TextResourceContents != nil:
+				out = append(out, llm.Part{Type: llm.PartText, Text: r.TextResourceContents.Text})
+			default:
+				return nil, invalidParams("content[%d]: binary resources are not supported", i)
+			}
+		case b.Audio != nil:
+			return nil, invalidParams("content[%d]: audio is not supported", i)
+		}
+	}
+	return slices.Clip(out), nil
+}
+
+func link(name, uri string) string {
+	if name == "" {
+		name = uri
+	}
+	return "[" + name + "](" + uri + ")"
+}

@@ -1,0 +1,658 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/transcript"
+)
+
+// session is one open ACP session: its agent, the follower that turns the
+// agent's log into updates, and the prompts waiting for their turns.
+type sess struct {
+	srv *Server
+	id  string
+	cwd string
+	ag  *agent.Agent
+	op  *Opened
+
+	// sem admits one prompt at a time.
+	sem chan struct{}
+
+	// b is the follower's translator: replay runs it first (no deltas),
+	// then the follower goroutine owns it (Stream).
+	b transcript.Builder
+
+	mu        sync.Mutex
+	cond      *sync.Cond
+	m         mapper
+	pos       int64            // next seq the follower emits
+	openTurn  int              // the open turn (0: none), as emitted
+	calls     map[string]bool  // tool calls shown and not yet answered
+	waiters   map[string]*wait // by prompt message id
+	finished  []*wait          // turns ended, released after their updates are written
+	cancelled bool             // session/cancel arrived for the running prompt
+	always    map[string]bool  // rules allowed "always" in this session
+	announced bool             // available_commands_update sent
+	stopLive  func()
+	stopped   chan struct{} // the follower ended
+	cancelF   context.CancelFunc
+}
+
+// wait is a prompt waiting for its turn's end.
+type wait struct {
+	id      string
+	turn    int
+	done    chan struct{}
+	reason  *session.Reason // the turn's outcome
+	blocked *string         // admission blocked it (the reason)
+	dropped bool            // discarded before admission (cancel)
+}
+
+func newSession(srv *Server, cwd string) *sess {
+	s := &sess{srv: srv, cwd: cwd, sem: make(chan struct{}, 1), calls: map[string]bool{},
+		waiters: map[string]*wait{}, always: map[string]bool{}, stopped: make(chan struct{})}
+	s.cond = sync.NewCond(&s.mu)
+	s.m.echo = map[string]bool{}
+	s.b.Cwd = cwd
+	return s
+}
+
+func (s *sess) opened(op *Opened) {
+	s.op, s.ag, s.id = op, op.Agent, op.Agent.ID()
+}
+
+func (s *sess) modes() *sdk.SessionModeState {
+	if len(s.op.Modes) == 0 {
+		return nil
+	}
+	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(s.op.Mode)}
+	for _, m := range s.op.Modes {
+		sm := sdk.SessionMode{Id: sdk.SessionModeId(m.ID), Name: m.Name}
+		if m.Description != "" {
+			sm.Description = sdk.Ptr(m.Description)
+		}
+		st.AvailableModes = append(st.AvailableModes, sm)
+	}
+	return st
+}
+
+func (s *sess) setMode(id string) error {
+	if s.op.SetMode == nil {
+		return sdk.NewMethodNotFound("session/set_mode")
+	}
+	for _, m := range s.op.Modes {
+		if m.ID == id {
+			if err := s.op.SetMode(id); err != nil {
+				return sdk.NewInternalError(map[string]any{"error": err.Error()})
+			}
+			s.mu.Lock()
+			s.op.Mode = id
+			s.mu.Unlock()
+			return nil
+		}
+	}
+	return invalidParams("unknown mode %q", id)
+}
+
+// write sends encoded notification lines.
+func (s *sess) write(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	if _, err := s.srv.out.Write(b); err != nil {
+		s.srv.log.Debug("acp: write failed", "err", err)
+	}
+}
+
+// replayBatch is how many bytes of updates replay gathers per write.
+const replayBatch = 64 << 10
+
+// replay sends every event of the log, as it stands now, as updates and
+// returns the seq where live following starts.
+func (s *sess) replay(ctx context.Context) (int64, error) {
+	n := s.ag.Len()
+	if n == 0 {
+		return 0, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var buf []byte
+	for ev, err := range s.ag.Events(ctx, 0) {
+		if err != nil {
+			return 0, sdk.NewInternalError(map[string]any{"error": "replay: " + err.Error()})
+		}
+		buf = s.emit(buf, ev)
+		if len(buf) >= replayBatch {
+			s.write(buf)
+			buf = buf[:0]
+		}
+		if ev.Seq+1 >= n {
+			break
+		}
+	}
+	s.write(buf)
+	s.mu.Lock()
+	s.pos = n
+	s.mu.Unlock()
+	return n, nil
+}
+
+// skip moves the translator past the log without sending it (session/resume).
+func (s *sess) skip(n int64) {
+	ctx, cancel := context.WithCancel(s.srv.ctx)
+	defer cancel()
+	if n == 0 {
+		return
+	}
+	for ev, err := range s.ag.Events(ctx, 0) {
+		if err != nil {
+			return
+		}
+		_, _ = s.b.Add(ev)
+		if ev.Seq+1 >= n {
+			break
+		}
+	}
+	s.mu.Lock()
+	s.pos = n
+	s.mu.Unlock()
+}
+
+// emit translates one event and appends its notifications to buf; it
+// updates what waiters watch (the open turn, the calls shown) and moves the
+// waiter of a turn that ended to s.finished, released once buf is written.
+func (s *sess) emit(buf []byte, ev session.Event) []byte {
+	es, err := s.b.Add(ev)
+	if err != nil {
+		s.srv.log.Warn("acp: event not shown", "session", s.id, "seq", ev.Seq, "err", err)
+		return buf
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range es {
+		e := &es[i]
+		for _, u := range s.m.updates(e) {
+			buf = appendNotification(buf, s.id, &u)
+		}
+		switch e.Kind {
+		case transcript.ToolCall:
+			s.calls[e.Tool.CallID] = true
+		case transcript.ToolResult:
+			delete(s.calls, e.Tool.CallID)
+		case transcript.TurnStart:
+			s.openTurn = e.Turn
+			if w := s.waiters[e.ID]; w != nil {
+				w.turn = e.Turn
+			}
+		case transcript.TurnEnd:
+			s.openTurn = 0
+			for id, w := range s.waiters {
+				if w.turn == e.Turn {
+					r := *e.Reason
+					w.reason = &r
+					delete(s.waiters, id)
+					s.finished = append(s.finished, w)
+				}
+			}
+		}
+	}
+	return buf
+}
+
+// release wakes the prompts whose turns ended (their updates are written).
+// s.mu held.
+func (s *sess) release() {
+	for _, w := range s.finished {
+		close(w.done)
+	}
+	s.finished = nil
+}
+
+// start begins following the log live from seq from.
+func (s *sess) start(from int64) {
+	ctx, cancel := context.WithCancel(s.srv.ctx)
+	s.cancelF = cancel
+	s.b.Stream = true
+	s.stopLive = s.ag.Subscribe(ctx, s.live)
+	go s.follow(ctx, from)
+}
+
+// follow writes the updates of every event from seq from on, and wakes the
+// prompts whose turn it has passed.
+func (s *sess) follow(ctx context.Context, from int64) {
+	defer close(s.stopped)
+	defer func() {
+		s.mu.Lock()
+		s.pos = -1 // no more progress: wake every waiter
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}()
+	var buf []byte
+	for ev, err := range s.ag.Events(ctx, from) {
+		if err != nil {
+			return
+		}
+		buf = s.emit(buf[:0], ev)
+		s.write(buf)
+		s.mu.Lock()
+		s.pos = ev.Seq + 1
+		s.release()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	}
+}
+
+// caughtUp waits until the follower has written every event the log holds
+// now (or stopped).
+func (s *sess) caughtUp() {
+	n := s.ag.Len()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.pos >= 0 && s.pos < n {
+		s.cond.Wait()
+	}
+}
+
+// live handles the agent's live events: a prompt blocked by admission or
+// discarded before it ran never reaches the log, so its waiter is released
+// here, after the follower wrote what the log holds.
+func (s *sess) live(l agent.Live) {
+	switch l.Type {
+	case agent.LiveBlocked:
+		if l.Message == nil {
+			return
+		}
+		s.caughtUp()
+		s.mu.Lock()
+		w := s.waiters[l.Message.ID]
+		s.mu.Unlock()
+		if w == nil {
+			return
+		}
+		e := transcript.BlockedEntry(l.Message.ID, l.Message.Content, l.Message.Source, l.Reason)
+		var buf []byte
+		s.mu.Lock()
+		for _, u := range s.m.updates(&e) {
+			buf = appendNotification(buf, s.id, &u)
+		}
+		s.mu.Unlock()
+		s.write(buf)
+		s.mu.Lock()
+		reason := l.Reason
+		w.blocked = &reason
+		delete(s.waiters, w.id)
+		close(w.done)
+		s.mu.Unlock()
+	case agent.LiveDiscarded:
+		s.mu.Lock()
+		for _, m := range l.Messages {
+			if w := s.waiters[m.ID]; w != nil && w.turn == 0 {
+				w.dropped = true
+				delete(s.waiters, w.id)
+				close(w.done)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// waitCall waits until the follower has shown tool call id (its card must
+// exist before a permission request or a terminal refers to it).
+func (s *sess) waitCall(ctx context.Context, id string) {
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.calls[id] && s.pos >= 0 && ctx.Err() == nil {
+		s.cond.Wait()
+	}
+}
+
+// close stops following and closes the agent: a running turn is cancelled
+// (cause "closed"), the log flushed and released.
+func (s *sess) close(ctx context.Context) error {
+	err := s.ag.Close(ctx)
+	if s.cancelF != nil {
+		<-s.stopped // Events ends once the closed agent's log is read out
+		s.cancelF()
+		s.stopLive()
+	}
+	s.mu.Lock()
+	for id, w := range s.waiters {
+		w.dropped = true
+		delete(s.waiters, id)
+		close(w.done)
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// cancel cancels the running prompt.
+func (s *sess) cancel() {
+	s.mu.Lock()
+	running := len(s.waiters) > 0
+	if running {
+		s.cancelled = true
+	}
+	s.mu.Unlock()
+	s.ag.Cancel(session.CauseUser, agent.CancelOptions{})
+}
+
+// commands are the slash commands rein offers.
+var commands = []sdk.AvailableCommand{
+	{Name: "compact", Description: "Summarize the conversation so far to free the model's context (the transcript keeps everything)",
+		Input: &sdk.AvailableCommandInput{Unstructured: &sdk.UnstructuredCommandInput{Hint: "optional instructions for the summary"}}},
+}
+
+// announce sends the available commands once per session.
+func (s *sess) announce() {
+	s.mu.Lock()
+	done := s.announced
+	s.announced = true
+	s.mu.Unlock()
+	if done {
+		return
+	}
+	u := sdk.SessionUpdate{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{AvailableCommands: commands, SessionUpdate: "available_commands_update"}}
+	s.write(appendNotification(nil, s.id, &u))
+}
+
+// command recognises a slash command in a prompt's first text block.
+func command(blocks []sdk.ContentBlock) (name, input string, ok bool) {
+	if len(blocks) == 0 || blocks[0].Text == nil {
+		return "", "", false
+	}
+	t := strings.TrimSpace(blocks[0].Text.Text)
+	if !strings.HasPrefix(t, "/") {
+		return "", "", false
+	}
+	name, input, _ = strings.Cut(t[1:], " ")
+	for _, c := range commands {
+		if c.Name == name {
+			return name, strings.TrimSpace(input), true
+		}
+	}
+	return "", "", false
+}
+
+// prompt runs one prompt: it waits for the session's previous prompt,
+// injects embedded resources as context the person attached, sends the
+// prompt and answers when its turn has ended and every update of the turn
+// is written.
+func (s *sess) prompt(p sdk.PromptRequest) (sdk.PromptResponse, error) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-s.srv.ctx.Done():
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	}
+	defer func() { <-s.sem }()
+	s.announce()
+	s.mu.Lock()
+	s.cancelled = false
+	s.mu.Unlock()
+
+	if name, input, ok := command(p.Prompt); ok {
+		return s.runCommand(name, input)
+	}
+	var words []sdk.ContentBlock
+	var attached []agent.AdditionalContext
+	for _, b := range p.Prompt {
+		if b.Resource == nil {
+			words = append(words, b)
+			continue
+		}
+		parts, err := s.srv.parts([]sdk.ContentBlock{b})
+		if err != nil {
+			return sdk.PromptResponse{}, err
+		}
+		uri := ""
+		if r := b.Resource.Resource.TextResourceContents; r != nil {
+			uri = r.Uri
+		}
+		attached = append(attached, agent.AdditionalContext{Content: parts, Source: session.Source{Kind: session.SourceUserContext, Name: uri}})
+	}
+	content, err := s.srv.parts(words)
+	if err != nil {
+		return sdk.PromptResponse{}, err
+	}
+	if len(content) == 0 && len(attached) > 0 {
+		// Only attachments: say so, so the turn has a prompt.
+		content = llm.Text("(see the attached context)")
+	}
+	id := ""
+	if p.MessageId != nil {
+		id = *p.MessageId
+	}
+	if id == "" {
+		id = agent.NewULID("m")
+	}
+	for _, c := range attached {
+		if err := s.ag.Inject(c); err != nil {
+			return sdk.PromptResponse{}, agentError(err)
+		}
+	}
+	w := &wait{id: id, done: make(chan struct{})}
+	s.mu.Lock()
+	s.waiters[id] = w
+	s.m.echo[id] = true
+	s.mu.Unlock()
+	if _, err := s.ag.Send(agent.Message{ID: id, Content: content}); err != nil {
+		s.mu.Lock()
+		delete(s.waiters, id)
+		delete(s.m.echo, id)
+		s.mu.Unlock()
+		return sdk.PromptResponse{}, agentError(err)
+	}
+	select {
+	case <-w.done:
+	case <-s.srv.ctx.Done():
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	}
+	s.mu.Lock()
+	cancelled := s.cancelled
+	s.mu.Unlock()
+	resp := sdk.PromptResponse{UserMessageId: &id}
+	switch {
+	case w.blocked != nil:
+		resp.StopReason = sdk.StopReasonRefusal
+		resp.Meta = map[string]any{"rein": map[string]any{"blocked": *w.blocked}}
+		return resp, nil
+	case w.dropped || w.reason == nil:
+		resp.StopReason = sdk.StopReasonCancelled
+		return resp, nil
+	}
+	resp.Meta = map[string]any{"rein": map[string]any{"turn": w.turn}}
+	switch w.reason.Kind {
+	case session.ReasonCompleted:
+		resp.StopReason = sdk.StopReasonEndTurn
+	case session.ReasonMaxTokens:
+		resp.StopReason = sdk.StopReasonMaxTokens
+	case session.ReasonAborted:
+		resp.StopReason = sdk.StopReasonCancelled
+	case reasonMaxSteps:
+		resp.StopReason = sdk.StopReasonMaxTurnRequests
+	case session.ReasonError:
+		if cancelled {
+			resp.StopReason = sdk.StopReasonCancelled
+			return resp, nil
+		}
+		return sdk.PromptResponse{}, &sdk.RequestError{Code: -32603, Message: "Internal error",
+			Data: map[string]any{"error": "the turn ended with an error: " + transcript.ReasonText(*w.reason), "turn": w.turn, "code": w.reason.Code}}
+	default:
+		resp.StopReason = sdk.StopReasonEndTurn
+	}
+	if cancelled {
+		// ACP: a prompt cancelled by session/cancel answers "cancelled".
+		resp.StopReason = sdk.StopReasonCancelled
+	}
+	return resp, nil
+}
+
+// reasonMaxSteps is the turn outcome of a step cap (written by runtimes
+// that cap steps); ACP calls it max_turn_requests.
+const reasonMaxSteps = "max-steps"
+
+// runCommand runs a slash command as the prompt's work.
+func (s *sess) runCommand(name, input string) (sdk.PromptResponse, error) {
+	switch name {
+	case "compact":
+		err := s.ag.Compact(s.srv.ctx, agent.CompactOptions{Instructions: input})
+		s.caughtUp()
+		if err != nil {
+			text := "Nothing was compacted: " + err.Error()
+			if errors.Is(err, agent.ErrNothingToCompact) {
+				text = "Nothing to compact yet: the conversation is too short."
+			}
+			u := sdk.SessionUpdate{AgentMessageChunk: &sdk.SessionUpdateAgentMessageChunk{Content: sdk.TextBlock(text), SessionUpdate: "agent_message_chunk"}}
+			s.write(appendNotification(nil, s.id, &u))
+		}
+	}
+	return sdk.PromptResponse{StopReason: sdk.StopReasonEndTurn}, nil
+}
+
+// agentError turns an agent API error into a JSON-RPC error.
+func agentError(err error) error {
+	switch {
+	case errors.Is(err, agent.ErrEmpty), errors.Is(err, agent.ErrDuplicateID), errors.Is(err, agent.ErrNoSource):
+		return invalidParams("%v", err)
+	}
+	return sdk.NewInternalError(map[string]any{"error": err.Error()})
+}
+
+// steer serves _rein/steer.
+func (s *sess) steer(p SteerRequest) (any, error) {
+	content, err := s.srv.parts(p.Content)
+	if err != nil {
+		return nil, err
+	}
+	m := agent.Message{ID: p.MessageID, Content: content}
+	turn := 0
+	if p.ExpectedTurn != nil {
+		turn = *p.ExpectedTurn
+	} else {
+		s.mu.Lock()
+		turn = s.openTurn
+		s.mu.Unlock()
+	}
+	if turn > 0 {
+		id, err := s.ag.SteerTurn(turn, m)
+		switch {
+		case err == nil:
+			return SteerResponse{Status: Steered, MessageID: id, Turn: turn}, nil
+		case !errors.Is(err, agent.ErrTurnNotRunning):
+			return nil, agentError(err)
+		case p.ExpectedTurn != nil:
+			s.mu.Lock()
+			open := s.openTurn
+			s.mu.Unlock()
+			return SteerResponse{Status: NotRunning, RunningTurn: open}, nil
+		}
+	} else if p.ExpectedTurn != nil {
+		return SteerResponse{Status: NotRunning}, nil
+	}
+	id, err := s.ag.Steer(m)
+	if err != nil {
+		return nil, agentError(err)
+	}
+	return SteerResponse{Status: Queued, MessageID: id}, nil
+}
+
+// inject serves _rein/inject.
+func (s *sess) inject(p InjectRequest) (any, error) {
+	content, err := s.srv.parts(p.Content)
+	if err != nil {
+		return nil, err
+	}
+	src := session.Source{Kind: session.SourceUserContext, Name: "acp"}
+	if p.Source != nil {
+		src = session.Source{Kind: p.Source.Kind, Name: p.Source.Name}
+	}
+	if src.Kind == "" || src.IsUser() {
+		return nil, invalidParams("source kind %q: context needs a source other than user (what a person types is a prompt)", src.Kind)
+	}
+	if err := s.ag.Inject(agent.AdditionalContext{Content: content, Source: src}); err != nil {
+		return nil, agentError(err)
+	}
+	return InjectResponse{}, nil
+}
+
+// Approve asks the client whether a call may run
+// (session/request_permission): allow once, allow always (when a rule can
+// be written) or reject.
+func (s *sess) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
+	rules := s.srv.cfg.Rules
+	rule, canRule := "", false
+	if rules != nil {
+		rule, canRule = rules.Rule(s.cwd, req)
+	}
+	if canRule {
+		s.mu.Lock()
+		ok := s.always[rule]
+		s.mu.Unlock()
+		if ok {
+			return agent.Approval{Allow: true, By: "rule:" + rule, Reason: "allowed always earlier in this session"}, nil
+		}
+	}
+	s.waitCall(ctx, req.CallID)
+	title, kind, paths, diff := transcript.Describe(req.Name, req.Arguments, s.cwd)
+	content := diffContent(diff)
+	if req.Reason != "" {
+		content = append(content, textContent("rein asks because: "+req.Reason)...)
+	}
+	opts := []sdk.PermissionOption{{OptionId: "allow", Name: "Allow once", Kind: sdk.PermissionOptionKindAllowOnce}}
+	if canRule {
+		opts = append(opts, sdk.PermissionOption{OptionId: "always", Name: "Always allow " + rule, Kind: sdk.PermissionOptionKindAllowAlways})
+	}
+	opts = append(opts, sdk.PermissionOption{OptionId: "reject", Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce})
+	resp, err := s.srv.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{
+		SessionId: sdk.SessionId(s.id),
+		ToolCall: sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(req.CallID), Title: &title, Kind: sdk.Ptr(toolKind(kind)),
+			Status: sdk.Ptr(sdk.ToolCallStatusPending), RawInput: rawInput(req.Arguments), Locations: locations(paths), Content: content},
+		Options: opts,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return agent.Approval{}, ctx.Err()
+		}
+		return agent.Approval{}, fmt.Errorf("acp: permission request: %w", err)
+	}
+	o := resp.Outcome
+	switch {
+	case o.Cancelled != nil:
+		return agent.Approval{Allow: false, By: "user", Reason: "the permission request was cancelled"}, nil
+	case o.Selected == nil:
+		return agent.Approval{Allow: false, By: "user", Reason: "no answer to the permission request"}, nil
+	}
+	switch o.Selected.OptionId {
+	case "allow":
+		return agent.Approval{Allow: true, By: "user"}, nil
+	case "always":
+		if !canRule {
+			break
+		}
+		s.mu.Lock()
+		s.always[rule] = true
+		s.mu.Unlock()
+		if err := rules.Save(ctx, s.cwd, rule); err != nil {
+			s.srv.log.Warn("acp: the rule could not be saved; it holds for this session", "rule", rule, "err", err)
+			return agent.Approval{Allow: true, By: "user", Reason: "allowed always (" + rule + ", this session only: " + err.Error() + ")"}, nil
+		}
+		return agent.Approval{Allow: true, By: "user", Reason: "allowed always (" + rule + ")"}, nil
+	case "reject":
+		return agent.Approval{Allow: false, By: "user", Reason: "rejected by the user"}, nil
+	}
+	return agent.Approval{Allow: false, By: "user", Reason: fmt.Sprintf("unknown permission option %q", o.Selected.OptionId)}, nil
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/reinhq/rein/acp"
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/guard"
+	"github.com/reinhq/rein/llm/catalog"
+	"github.com/reinhq/rein/llm/scripted"
+	"github.com/reinhq/rein/tool"
+	"github.com/reinhq/rein/tool/builtin"
+	"github.com/reinhq/rein/tool/fs"
+	"github.com/reinhq/rein/transcript"
+	"github.com/reinhq/rein/trust"
+)
+
+func (a *app) acpCmd() *cobra.Command {
+	var noFS, noTerminal bool
+	cmd := &cobra.Command{
+		Use:   "acp",
+		Short: "Serve the Agent Client Protocol on stdio, for editors",
+		Long: `Acp makes rein an Agent Client Protocol agent: an editor (Zed, a JetBrains
+IDE, a Neovim or Emacs plugin) starts 'rein acp' and talks JSON-RPC with it
+on stdin and stdout. Diagnostics go to stderr only (-v for more).
+
+Sessions are rein's ordinary sessions (see 'rein sessions ls'): an editor can
+reopen one, and rein replays its whole history from the log, with context
+that did not come from you shown for what it is. Permission questions of the
+policy (--permission-mode, 'ask' rules) are asked in the editor. When the
+editor offers them, the file tools read and write through its buffers and
+bash runs in its terminal; --no-client-fs and --no-client-terminal keep them
+on rein's side.
+
+The model comes from the configuration (or --model), its key from the
+environment the editor starts rein in. See docs/acp.md for configuring Zed
+(agent_servers in settings.json) and other clients, and for the protocol
+mapping.`,
+		Example: `  # Zed settings.json
+  "agent_servers": { "rein": { "command": "rein", "args": ["acp"] } }`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.serveACP(cmd.Context(), noFS, noTerminal)
+		},
+	}
+	cmd.Flags().BoolVar(&noFS, "no-client-fs", false, "read and write files on disk even when the editor offers its buffers")
+	cmd.Flags().BoolVar(&noTerminal, "no-client-terminal", false, "run bash in rein even when the editor offers terminals")
+	return cmd
+}
+
+func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
+	st, err := a.openStore()
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var models []*scripted.Model
+	cfg := acp.Config{
+		Store:            st,
+		Name:             "rein",
+		Version:          version(),
+		NoClientFS:       noFS,
+		NoClientTerminal: noTerminal,
+		Rules:            sessionRules{},
+		Logger:           a.log,
+		Auth: func() error {
+			if _, _, err := a.resolveModel(); errors.Is(err, catalog.ErrMissingKey) {
+				return err
+			}
+			return nil
+		},
+	}
+	cfg.Open = func(ctx context.Context, req acp.OpenRequest) (*acp.Opened, error) {
+		prov, model, err := a.resolveModel()
+		if err != nil {
+			return nil, err
+		}
+		if sm, ok := prov.(*scripted.Model); ok {
+			models = append(models, sm)
+		}
+		dir := req.Cwd
+		mode := a.cfg.PermissionMode
+		if mode == "" {
+			mode = string(guard.WorkspaceWrite)
+		}
+		pol, err := a.policy(dir)
+		if err != nil {
+			return nil, err
+		}
+		var current atomic.Pointer[guard.Policy]
+		current.Store(pol)
+		hc, err := a.trustWorkspace(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		hooks, err := a.hooksFor(dir, hc, st, current.Load, guardApprover{req.Approver})
+		if err != nil {
+			return nil, err
+		}
+		tools, err := acpTools(req)
+		if err != nil {
+			return nil, err
+		}
+		cfg := agent.Config{
+			Store:    st,
+			Provider: prov,
+			Model:    model.Spec(),
+			Tools:    tools,
+			System:   systemSections(dir, a.workspaceRoot(dir), a.cfg.InstructionsBudget),
+			Cwd:      dir,
+			Hooks:    hooks,
+			Approver: req.Approver,
+			Logger:   a.log,
+		}
+		a.configureCompaction(&cfg, model.ContextWindow)
+		var ag *agent.Agent
+		if req.SessionID == "" {
+			ag, err = agent.New(ctx, cfg)
+		} else {
+			ag, err = agent.Resume(ctx, st, req.SessionID, cfg)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &acp.Opened{Agent: ag, Modes: permissionModes, Mode: mode, SetMode: func(id string) error {
+			p, err := guard.Settings{Mode: id}.Policy(dir)
+			if err != nil {
+				return err
+			}
+			current.Store(p)
+			return nil
+		}}, nil
+	}
+	a.log.Debug("acp: serving on stdio")
+	err = acp.Serve(ctx, cfg, a.stdin, a.stdout)
+	for _, sm := range models {
+		// A scripted run must use its whole script.
+		if verr := sm.Verify(); verr != nil {
+			fmt.Fprintf(a.stderr, "rein: scripted model: %v\n", verr)
+			if err == nil {
+				err = exitWith(ExitError, nil)
+			}
+		}
+	}
+	return err
+}
+
+// permissionModes are the modes an editor may switch between.
+var permissionModes = []acp.Mode{
+	{ID: string(guard.ReadOnly), Name: "Read only", Description: "Read anywhere; ask before commands; no writes"},
+	{ID: string(guard.WorkspaceWrite), Name: "Workspace write", Description: "Read anywhere; write inside the workspace"},
+	{ID: string(guard.FullAccess), Name: "Full access", Description: "Everything the rules do not restrict"},
+}
+
+// acpTools is the built-in tool set, with the file tools on the editor's
+// buffers and bash in its terminal when the client offers them.
+func acpTools(req acp.OpenRequest) (*tool.Registry, error) {
+	opts := builtin.Options{}
+	if req.Files != nil {
+		opts.FS = fs.Options{Buffers: req.Files}
+	}
+	tools := builtin.All(opts)
+	if req.Terminal != nil {
+		for i, t := range tools {
+			if t.Spec().Name == "bash" {
+				tools[i] = req.Terminal.Bash(t.Spec(), tool.EnvPolicy{})
+			}
+		}
+	}
+	return tool.NewRegistry(tools...)
+}
+
+// guardApprover asks the policy's questions through the face's approver.
+type guardApprover struct{ ap agent.Approver }
+
+func (g guardApprover) Approve(ctx context.Context, req guard.Request) (guard.Approval, error) {
+	ap, err := g.ap.Approve(ctx, agent.ApprovalRequest{CallID: req.CallID, Name: req.Tool, Arguments: string(req.Args), Reason: req.Reason})
+	return guard.Approval{Allow: ap.Allow, By: ap.By, Reason: ap.Reason}, err
+}
+
+// sessionRules writes "allow always" rules in the permission rule syntax.
+// Saving them in the configuration waits for the configuration API for
+// rules; until then they hold for the session that made them.
+type sessionRules struct{}
+
+// errRulesNotSaved says an "always" answer holds for this session only.
+var errRulesNotSaved = errors.New("rules are not saved to the configuration yet")
+
+func (sessionRules) Rule(cwd string, req agent.ApprovalRequest) (string, bool) {
+	return ruleFor(cwd, req.Name, req.Arguments)
+}
+
+func (sessionRules) Save(context.Context, string, string) error { return errRulesNotSaved }
+
+// ruleFor proposes the rule that allows calls like this one: for bash the
+// command's program (and subcommand for tools like git or go) with any
+// arguments, unless the script is more than one simple command; for the file
+// tools the file, relative to the workspace; for other tools the tool.
+func ruleFor(cwd, name, args string) (string, bool) {
+	_, kind, paths, _ := transcript.Describe(name, args, cwd)
+	switch kind {
+	case transcript.KindExecute:
+		var a struct {
+			Command string `json:"command"`
+		}
+		_ = json.Unmarshal([]byte(args), &a)
+		cmd := strings.TrimSpace(a.Command)
+		if cmd == "" {
+			return "", false
+		}
+		if strings.ContainsAny(cmd, ";|&<>`$()\n\\\"'*?") {
+			return "bash(" + cmd + ")", true
+		}
+		words := strings.Fields(cmd)
+		n := 1
+		switch words[0] {
+		case "git", "go", "npm", "pnpm", "yarn", "cargo", "docker", "kubectl", "make", "uv", "pip", "python", "python3", "node":
+			n = 2
+		}
+		return "bash(" + strings.Join(words[:min(n, len(words))], " ") + ":*)", true
+	case transcript.KindRead, transcript.KindEdit, transcript.KindSearch:
+		if len(paths) == 0 {
+			return name, true
+		}
+		p := paths[0]
+		root := trust.Root(cwd, os.Getenv("HOME"))
+		if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
+			p = filepath.ToSlash(rel)
+		}
+		return name + "(" + p + ")", true
+	}
+	return name, true
+}
