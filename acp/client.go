@@ -40,6 +40,7 @@ func (f *clientFiles) ReadFile(ctx context.Context, path string) ([]byte, error)
 	if !f.read {
 		return os.ReadFile(path)
 	}
+	f.s.caughtUp() // the client knows the call before it reads for it
 	resp, err := f.s.srv.conn.ReadTextFile(ctx, sdk.ReadTextFileRequest{SessionId: sdk.SessionId(f.s.id), Path: path})
 	if err != nil {
 		return nil, clientFileError(path, err)
@@ -55,6 +56,7 @@ func (f *clientFiles) WriteFile(ctx context.Context, path string, data []byte) e
 		}
 		return os.WriteFile(path, data, perm)
 	}
+	f.s.caughtUp()
 	_, err := f.s.srv.conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sdk.SessionId(f.s.id), Path: path, Content: string(data)})
 	if err != nil {
 		return clientFileError(path, err)
@@ -142,7 +144,7 @@ func (t *Terminal) run(ctx context.Context, call tool.Call, script string) (tool
 	s := t.s
 	conn := s.srv.conn
 	sid := sdk.SessionId(s.id)
-	s.waitCall(ctx, call.ID)
+	s.caughtUp() // the call's card is on the client, in progress
 	if ctx.Err() != nil {
 		return tool.Errorf(tool.CodeAborted, "cancelled before the command started"), nil
 	}

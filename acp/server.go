@@ -77,7 +77,9 @@ type Config struct {
 	// NoClientFS and NoClientTerminal keep the file tools and bash off the
 	// client's fs/* and terminal/* even when it offers them.
 	NoClientFS, NoClientTerminal bool
-	// Logger gets diagnostics (never stdout). Default: slog.Default().
+	// Logger gets diagnostics (never stdout). Default: slog.Default(),
+	// which the SDK's connection logs through too: point it away from
+	// stdout.
 	Logger *slog.Logger
 	// ShutdownTimeout bounds how long closing the sessions may take when
 	// the client goes away (default 30 s).
@@ -164,8 +166,9 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	s := &Server{cfg: cfg, log: cfg.Logger, out: &lineWriter{w: out}, sessions: map[string]*sess{}, loading: map[string]bool{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	defer s.cancel()
+	// The SDK logs through slog.Default (its SetLogger races with the
+	// connection's reader, which starts in the constructor).
 	s.conn = sdk.NewAgentSideConnection(s, s.out, filterInput(in, s.out, s.log))
-	s.conn.SetLogger(s.log)
 	select {
 	case <-s.conn.Done():
 		s.log.Debug("acp: client disconnected")
@@ -314,6 +317,7 @@ func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk
 		s.drop(ss)
 		return sdk.LoadSessionResponse{}, err
 	}
+	ss.announce()
 	ss.start(n)
 	return sdk.LoadSessionResponse{Modes: ss.modes()}, nil
 }

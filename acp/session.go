@@ -586,6 +586,7 @@ func (s *sess) inject(p InjectRequest) (any, error) {
 	if err := s.ag.Inject(agent.AdditionalContext{Content: content, Source: src}); err != nil {
 		return nil, agentError(err)
 	}
+	s.caughtUp() // an idle inject is in the log: its update precedes the answer
 	return InjectResponse{}, nil
 }
 

@@ -33,7 +33,10 @@ type mapper struct {
 
 // reinMeta is the _meta.rein object of a notice.
 func reinMeta(e *transcript.Entry, entry string) map[string]any {
-	m := map[string]any{"entry": entry, "seq": e.Seq}
+	m := map[string]any{"entry": entry}
+	if e.Kind != transcript.Blocked { // a blocked prompt is not in the log
+		m["seq"] = e.Seq
+	}
 	if e.Source != nil {
 		src := map[string]any{"kind": e.Source.Kind}
 		if e.Source.Name != "" {
@@ -228,12 +231,12 @@ func (m *mapper) updates(e *transcript.Entry) []sdk.SessionUpdate {
 			return one(notice(noticeID("compaction", e.Seq), "Compaction failed", sdk.ToolCallStatusFailed, textContent(e.Error), reinMeta(e, "compaction")))
 		}
 	case transcript.TurnEnd:
-		if e.Reason.Kind == session.ReasonCompleted {
+		switch e.Reason.Kind {
+		case session.ReasonCompleted, session.ReasonInterrupted: // the repair notice says it
 			return nil
 		}
 		status := sdk.ToolCallStatusCompleted
-		switch e.Reason.Kind {
-		case session.ReasonError, session.ReasonInterrupted:
+		if e.Reason.Kind == session.ReasonError {
 			status = sdk.ToolCallStatusFailed
 		}
 		title := fmt.Sprintf("Turn %d ended: %s", e.Turn, transcript.ReasonText(*e.Reason))

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/reinhq/rein/acp"
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/guard"
+	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/llm/catalog"
 	"github.com/reinhq/rein/llm/scripted"
 	"github.com/reinhq/rein/tool"
@@ -66,7 +68,18 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var models []*scripted.Model
+	// One provider for the whole connection: a scripted model's calls are
+	// consumed across sessions in order, and verified once at the end.
+	var (
+		provOnce sync.Once
+		prov     llm.Provider
+		model    catalog.Model
+		provErr  error
+	)
+	resolve := func() (llm.Provider, catalog.Model, error) {
+		provOnce.Do(func() { prov, model, provErr = a.resolveModel() })
+		return prov, model, provErr
+	}
 	cfg := acp.Config{
 		Store:            st,
 		Name:             "rein",
@@ -83,12 +96,9 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		},
 	}
 	cfg.Open = func(ctx context.Context, req acp.OpenRequest) (*acp.Opened, error) {
-		prov, model, err := a.resolveModel()
+		prov, model, err := resolve()
 		if err != nil {
 			return nil, err
-		}
-		if sm, ok := prov.(*scripted.Model); ok {
-			models = append(models, sm)
 		}
 		dir := req.Cwd
 		mode := a.cfg.PermissionMode
@@ -145,7 +155,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 	}
 	a.log.Debug("acp: serving on stdio")
 	err = acp.Serve(ctx, cfg, a.stdin, a.stdout)
-	for _, sm := range models {
+	if sm, ok := prov.(*scripted.Model); ok {
 		// A scripted run must use its whole script.
 		if verr := sm.Verify(); verr != nil {
 			fmt.Fprintf(a.stderr, "rein: scripted model: %v\n", verr)
