@@ -2,11 +2,11 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -118,7 +118,6 @@ func writeCrashedSession(t *testing.T, home, cwd string) string {
 	}
 	return id
 }
-
 
 // acpEnv is a workspace and a REIN_HOME for driving 'rein acp' processes.
 type acpEnv struct {
