@@ -1,0 +1,341 @@
+package acp_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/coder/acp-go-sdk"
+
+	"github.com/reinhq/rein/acp"
+	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/llm/scripted"
+	"github.com/reinhq/rein/llm/scripted/scriptedtest"
+	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/memstore"
+)
+
+// harness is an in-process server on pipes, with a client connection.
+type harness struct {
+	t      *testing.T
+	st     store.Store
+	conn   *sdk.ClientSideConnection
+	client *recClient
+	toSrv  *io.PipeWriter // the client's side of the server's stdin
+	served chan error
+	dir    string
+}
+
+// recClient records the updates it gets.
+type recClient struct {
+	mu      sync.Mutex
+	updates []sdk.SessionNotification
+	notify  chan struct{}
+}
+
+func (c *recClient) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
+	c.mu.Lock()
+	c.updates = append(c.updates, n)
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// waitFor waits until an update satisfies ok.
+func (c *recClient) waitFor(t *testing.T, ok func(sdk.SessionUpdate) bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		c.mu.Lock()
+		for _, n := range c.updates {
+			if ok(n.Update) {
+				c.mu.Unlock()
+				return
+			}
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.notify:
+		case <-deadline:
+			t.Fatal("the update never came")
+		}
+	}
+}
+
+func (c *recClient) RequestPermission(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected("allow")}, nil
+}
+func (c *recClient) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
+	return sdk.ReadTextFileResponse{}, errors.New("not offered")
+}
+func (c *recClient) WriteTextFile(context.Context, sdk.WriteTextFileRequest) (sdk.WriteTextFileResponse, error) {
+	return sdk.WriteTextFileResponse{}, errors.New("not offered")
+}
+func (c *recClient) CreateTerminal(context.Context, sdk.CreateTerminalRequest) (sdk.CreateTerminalResponse, error) {
+	return sdk.CreateTerminalResponse{}, errors.New("not offered")
+}
+func (c *recClient) KillTerminal(context.Context, sdk.KillTerminalRequest) (sdk.KillTerminalResponse, error) {
+	return sdk.KillTerminalResponse{}, errors.New("not offered")
+}
+func (c *recClient) TerminalOutput(context.Context, sdk.TerminalOutputRequest) (sdk.TerminalOutputResponse, error) {
+	return sdk.TerminalOutputResponse{}, errors.New("not offered")
+}
+func (c *recClient) ReleaseTerminal(context.Context, sdk.ReleaseTerminalRequest) (sdk.ReleaseTerminalResponse, error) {
+	return sdk.ReleaseTerminalResponse{}, errors.New("not offered")
+}
+func (c *recClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExitRequest) (sdk.WaitForTerminalExitResponse, error) {
+	return sdk.WaitForTerminalExitResponse{}, errors.New("not offered")
+}
+
+// serve starts a server whose sessions run model, and a client.
+func serve(t *testing.T, model llm.Provider) *harness {
+	t.Helper()
+	h := &harness{t: t, st: memstore.New(memstore.Options{}), served: make(chan error, 1), dir: t.TempDir()}
+	cfg := acp.Config{
+		Store:  h.st,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Open: func(ctx context.Context, req acp.OpenRequest) (*acp.Opened, error) {
+			c := agent.Config{Store: h.st, Provider: model, Cwd: req.Cwd, Approver: req.Approver}
+			var ag *agent.Agent
+			var err error
+			if req.SessionID == "" {
+				ag, err = agent.New(ctx, c)
+			} else {
+				ag, err = agent.Resume(ctx, h.st, req.SessionID, c)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return &acp.Opened{Agent: ag}, nil
+		},
+	}
+	srvIn, toSrv := io.Pipe()
+	fromSrv, srvOut := io.Pipe()
+	h.toSrv = toSrv
+	go func() {
+		h.served <- acp.Serve(context.Background(), cfg, srvIn, srvOut)
+		srvOut.Close()
+	}()
+	h.client = &recClient{notify: make(chan struct{}, 1)}
+	h.conn = sdk.NewClientSideConnection(h.client, toSrv, fromSrv)
+	t.Cleanup(func() {
+		toSrv.Close()
+		select {
+		case <-h.served:
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return after the client went away")
+		}
+	})
+	ctx := context.Background()
+	if _, err := h.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) newSession() sdk.SessionId {
+	h.t.Helper()
+	ns, err := h.conn.NewSession(context.Background(), sdk.NewSessionRequest{Cwd: h.dir, McpServers: []sdk.McpServer{}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return ns.SessionId
+}
+
+func text(s string) []sdk.ContentBlock { return []sdk.ContentBlock{sdk.TextBlock(s)} }
+
+func checkLog(t *testing.T, st store.Store, id string) *session.Log {
+	t.Helper()
+	ld, err := st.Load(context.Background(), id, store.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if vs := session.Check(ld.Log.Events(0)); len(vs) > 0 {
+		t.Fatalf("invariant: %v", vs)
+	}
+	return ld.Log
+}
+
+// TestDisconnectMidTurn: a client that goes away while a turn streams
+// cancels the turn; the log is closed cleanly and released.
+func TestDisconnectMidTurn(t *testing.T) {
+	model := scriptedtest.New(t, scripted.Call{Reply: scripted.Reply{Text: []string{"working…"}}, Hang: true})
+	h := serve(t, model)
+	sid := h.newSession()
+	go func() { _, _ = h.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: text("go")}) }()
+	h.client.waitFor(t, func(u sdk.SessionUpdate) bool { return u.AgentMessageChunk != nil })
+	h.toSrv.Close()
+	select {
+	case err := <-h.served:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		h.served <- nil // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	l := checkLog(t, h.st, string(sid))
+	last := l.Event(l.Len() - 1)
+	p, _ := last.Decode()
+	te, ok := p.(*session.TurnEnd)
+	if !ok || te.Reason.Kind != session.ReasonAborted || te.Reason.Cause != session.CauseClosed {
+		t.Fatalf("last event %s %s, want turn/end aborted{closed}", last.Type, last.Data)
+	}
+	// Released: another writer may open it.
+	w, _, err := h.st.Open(context.Background(), string(sid))
+	if err != nil {
+		t.Fatalf("the session is still held: %v", err)
+	}
+	_ = w.Close()
+}
+
+// TestPromptWhileTurnRuns: a second prompt waits for the first's turn and
+// then runs as its own turn. A cancel meanwhile cancels the running turn
+// only: the waiting prompt still runs.
+func TestPromptWhileTurnRuns(t *testing.T) {
+	model := scriptedtest.New(t,
+		scripted.Call{Reply: scripted.Reply{Text: []string{"first…"}}, Hang: true},
+		scripted.Call{Expect: &scripted.Expect{LastUser: "second"}, Reply: scripted.Reply{Text: []string{"second done"}}},
+	)
+	h := serve(t, model)
+	sid := h.newSession()
+	answers := make(chan string, 2)
+	prompt := func(s string) {
+		r, err := h.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: text(s)})
+		if err != nil {
+			t.Errorf("prompt %q: %v", s, err)
+		}
+		answers <- s + ":" + string(r.StopReason)
+	}
+	go prompt("first")
+	h.client.waitFor(t, func(u sdk.SessionUpdate) bool { return u.AgentMessageChunk != nil })
+	go prompt("second")
+	time.Sleep(50 * time.Millisecond) // the second is waiting
+	if err := h.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	got := []string{<-answers, <-answers}
+	if strings.Join(got, ",") != "first:cancelled,second:end_turn" {
+		t.Fatalf("answers %v", got)
+	}
+	l := checkLog(t, h.st, string(sid))
+	if turns, _ := l.Turn(); turns != 2 {
+		t.Fatalf("%d turns, want 2", turns)
+	}
+}
+
+// TestSteerExpectedTurn: _rein/steer with expectedTurn steers that turn
+// while it runs, and refuses (changing nothing) once it ended.
+func TestSteerExpectedTurn(t *testing.T) {
+	release := make(chan struct{})
+	model := scriptedtest.New(t,
+		scripted.Call{Reply: scripted.Reply{Text: []string{"looking"}}, BeforeChunk: func(ctx context.Context, i int) {
+			if i == 0 {
+				<-release
+			}
+		}},
+		scripted.Call{Expect: &scripted.Expect{LastUser: "only the unit tests"}, Reply: scripted.Reply{Text: []string{"ok, unit tests"}}},
+	)
+	h := serve(t, model)
+	sid := h.newSession()
+	done := make(chan sdk.PromptResponse, 1)
+	go func() {
+		r, _ := h.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: text("run the tests")})
+		done <- r
+	}()
+	steer := func(turn int) acp.SteerResponse {
+		raw, err := h.conn.CallExtension(context.Background(), acp.MethodSteer, map[string]any{"sessionId": sid, "content": text("only the unit tests"), "expectedTurn": turn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r acp.SteerResponse
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	var r acp.SteerResponse
+	for i := 0; i < 500; i++ { // until turn 1 has opened
+		if r = steer(1); r.Status == acp.Steered {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if r.Status != acp.Steered || r.Turn != 1 {
+		t.Fatalf("steer during turn 1: %+v", r)
+	}
+	close(release)
+	if resp := <-done; resp.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("stop reason %s", resp.StopReason)
+	}
+	n := checkLog(t, h.st, string(sid)).Len()
+	if r := steer(1); r.Status != acp.NotRunning {
+		t.Fatalf("steer after turn 1: %+v", r)
+	}
+	if got := checkLog(t, h.st, string(sid)).Len(); got != n {
+		t.Fatalf("a refused steer changed the log: %d -> %d events", n, got)
+	}
+}
+
+// TestBadMessages: what is not JSON-RPC gets an error answer, unknown
+// methods and sessions theirs; the connection survives all of them.
+func TestBadMessages(t *testing.T) {
+	srvIn, toSrv := io.Pipe()
+	fromSrv, srvOut := io.Pipe()
+	cfg := acp.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Open: func(context.Context, acp.OpenRequest) (*acp.Opened, error) {
+		return nil, errors.New("no sessions here")
+	}}
+	done := make(chan error, 1)
+	go func() { done <- acp.Serve(context.Background(), cfg, srvIn, srvOut); srvOut.Close() }()
+	lines := make(chan string)
+	go func() {
+		br := bufio.NewReader(fromSrv)
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				close(lines)
+				return
+			}
+			lines <- line
+		}
+	}()
+	for _, tc := range []struct{ in, want string }{
+		{"this is not json\n", `"id":null,"error":{"code":-32700`},
+		{"[1,2]\n", `"id":null,"error":{"code":-32600`},
+		{`{"jsonrpc":"2.0","id":7}` + "\n", `"id":7,"error":{"code":-32600`},
+		{`{"jsonrpc":"2.0","id":8,"method":"no/such"}` + "\n", `"id":8,"error":{"code":-32601`},
+		{`{"jsonrpc":"2.0","id":9,"method":"session/prompt","params":{"sessionId":"nope","prompt":[]}}` + "\n", `"id":9,"error":{"code":-32002`},
+		{`{"jsonrpc":"2.0","id":10,"method":"session/new","params":{"cwd":"relative","mcpServers":[]}}` + "\n", `"id":10,"error":{"code":-32602`},
+		{`{"jsonrpc":"2.0","id":11,"method":"_rein/steer","params":{"sessionId":"nope","content":[]}}` + "\n", `"id":11,"error":{"code":-32002`},
+		{`{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"protocolVersion":1}}` + "\n", `"id":12,"result":{`},
+	} {
+		if _, err := io.WriteString(toSrv, tc.in); err != nil {
+			t.Fatal(err)
+		}
+		var line string
+		select {
+		case line = <-lines:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%q: no answer", tc.in)
+		}
+		if !strings.Contains(strings.ReplaceAll(line, " ", ""), tc.want) {
+			t.Errorf("%q: got %s, want %s", tc.in, line, tc.want)
+		}
+	}
+	toSrv.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
