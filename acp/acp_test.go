@@ -174,7 +174,9 @@ func TestDisconnectMidTurn(t *testing.T) {
 	model := scriptedtest.New(t, scripted.Call{Reply: scripted.Reply{Text: []string{"working…"}}, Hang: true})
 	h := serve(t, model)
 	sid := h.newSession()
-	go func() { _, _ = h.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: text("go")}) }()
+	go func() {
+		_, _ = h.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: text("go")})
+	}()
 	h.client.waitFor(t, func(u sdk.SessionUpdate) bool { return u.AgentMessageChunk != nil })
 	h.toSrv.Close()
 	select {

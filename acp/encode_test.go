@@ -60,7 +60,7 @@ func sampleUpdates(t *testing.T) []sdk.SessionUpdate {
 		&session.StepStart{Turn: 1, Step: 1},
 		&session.AssistantMessage{Turn: 1, Step: 1, Content: []llm.Part{{Type: llm.PartReasoning, Text: "think"}, {Type: llm.PartText, Text: "look"}},
 			ToolCalls: []llm.ToolCall{{ID: "c1", Name: "edit", Arguments: `{"file_path":"a.go","old_string":"a","new_string":"b"}`}, {ID: "c2", Name: "bash", Arguments: `not json`}, {ID: "c3", Name: "todo", Arguments: `{}`}},
-			Finish: llm.FinishToolCalls},
+			Finish:    llm.FinishToolCalls},
 		&session.ToolCall{Turn: 1, Step: 1, CallID: "c1", Name: "edit", Arguments: `{"file_path":"a.go","old_string":"a","new_string":"c"}`, OriginalArguments: `{"file_path":"a.go","old_string":"a","new_string":"b"}`},
 		&session.ToolResult{Turn: 1, Step: 1, CallID: "c1", Content: llm.Text("edited a.go\n--- a"), Meta: json.RawMessage(`{"path":"/w/a.go","replacements":1,"diff":"--- a\n+++ b\n"}`)},
 		&session.ToolCall{Turn: 1, Step: 1, CallID: "c2", Name: "bash", Arguments: `not json`},
