@@ -571,3 +571,42 @@ func TestACPTranscript(t *testing.T) {
 		}
 	}
 }
+
+// TestACPNodeClient runs the official ACP TypeScript SDK client
+// (testdata/acp-e2e, installed by 'npm ci') against 'rein acp': new,
+// prompt, then session/load in a second process, checking the replay.
+func TestACPNodeClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed; .ci/run installs it and runs this test")
+	}
+	e2e, err := filepath.Abs(filepath.Join("testdata", "acp-e2e"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(e2e, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
+		t.Skip("the ACP SDK is not installed: run 'npm ci' in cmd/rein/testdata/acp-e2e (.ci/run does)")
+	}
+	rein, err := exec.LookPath("rein")
+	if err != nil {
+		t.Skip("the rein test binary is not on PATH")
+	}
+	e := newACPEnv(t)
+	e.write("notes.txt", "hello\n")
+	e.write("none.json", `{"calls": []}`)
+	e.write("e2e-script.json", `{"calls": [
+ {"expect": {"lastUser": "what does notes.txt say?"},
+  "reply": {"text": ["Let me ", "read it."], "toolCalls": [{"id": "call_read", "name": "read", "arguments": {"file_path": "notes.txt"}}]}},
+ {"expect": {"contains": ["hello"]}, "reply": {"text": ["It says ", "hello."]}}
+]}`)
+	cmd := exec.Command(node, filepath.Join(e2e, "client.mjs"))
+	cmd.Env = append(e.env, "REIN="+rein, "WORK="+e.work)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the Node client failed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `"ok":true`) {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+	t.Logf("%s", out)
+}
