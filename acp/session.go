@@ -176,6 +176,9 @@ func (s *sess) emit(buf []byte, ev session.Event) []byte {
 		s.srv.log.Warn("acp: event not shown", "session", s.id, "seq", ev.Seq, "err", err)
 		return buf
 	}
+	if len(es) == 0 {
+		return buf // most events (chunks) show nothing
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range es {

@@ -26,6 +26,7 @@
 package transcript
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -194,6 +195,12 @@ func (b *Builder) Add(ev session.Event) ([]Entry, error) {
 		if !b.Stream {
 			return nil, nil
 		}
+	case session.TypeRequestHeader:
+		// Only the model is shown: read the fields up to it, not the
+		// system prompt and tool schemas that follow.
+		if e, ok := modelOf(ev); ok {
+			return []Entry{e}, nil
+		}
 	}
 	p, err := ev.Decode()
 	if err != nil {
@@ -241,11 +248,15 @@ func (b *Builder) Add(ev session.Event) ([]Entry, error) {
 		return b.assistant(ev.Seq, p), nil
 	case *session.ToolCall:
 		c := b.call(p.CallID)
-		if c.name == "" {
-			c.name = p.Name
-		}
 		e.Kind, e.Turn, e.Step = ToolStarted, p.Turn, p.Step
-		e.Tool = b.tool(p.CallID, p.Name, p.Arguments)
+		if c.name == "" || p.OriginalArguments != "" {
+			// Not shown by an assistant entry, or its input changed:
+			// describe what runs.
+			c.name = p.Name
+			e.Tool = b.tool(p.CallID, p.Name, p.Arguments)
+		} else {
+			e.Tool = &Tool{CallID: p.CallID, Name: p.Name, Arguments: p.Arguments}
+		}
 		e.Tool.Status = Running
 		if p.OriginalArguments != "" {
 			e.Tool.Rewritten = true
@@ -351,6 +362,47 @@ func (b *Builder) assistant(seq int64, p *session.AssistantMessage) []Entry {
 		out = append(out, Entry{Seq: seq, Kind: ToolCall, Turn: p.Turn, Step: p.Step, Tool: t})
 	}
 	return out
+}
+
+// modelOf reads turn, step and model from a request/header's leading
+// fields (rein writes them first); false when they are not there.
+func modelOf(ev session.Event) (Entry, bool) {
+	d := json.NewDecoder(bytes.NewReader(ev.Data))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return Entry{}, false
+	}
+	e := Entry{Seq: ev.Seq, Kind: Model}
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return Entry{}, false
+		}
+		switch k {
+		case "turn", "step":
+			var n int
+			if d.Decode(&n) != nil {
+				return Entry{}, false
+			}
+			if k == "turn" {
+				e.Turn = n
+			} else {
+				e.Step = n
+			}
+		case "reason":
+			var s string
+			if d.Decode(&s) != nil {
+				return Entry{}, false
+			}
+		case "model":
+			if d.Decode(&e.Text) != nil {
+				return Entry{}, false
+			}
+			return e, true
+		default:
+			return Entry{}, false
+		}
+	}
+	return Entry{}, false
 }
 
 // BlockedEntry is the entry of a prompt that admission blocked, for faces
