@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,5 +169,156 @@ func TestSummarize(t *testing.T) {
 		if got := transcript.Summarize(tc.in, 20); got != tc.want {
 			t.Errorf("Summarize(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestToolLifecycle: a call is pending when the model asks for it, running
+// once its tool/call is in the log, completed or failed with its result;
+// edits carry their diff, the todo tool its plan.
+func TestToolLifecycle(t *testing.T) {
+	l := session.NewLog(session.Header{ID: "s"})
+	at := time.Unix(0, 0)
+	for _, p := range []session.Payload{
+		&session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: session.TriggerSend, MessageID: "m1"}},
+		&session.UserMessage{ID: "m1", Content: llm.Text("fix"), Source: session.Source{Kind: session.SourceUser}},
+		&session.StepStart{Turn: 1, Step: 1},
+		&session.AssistantMessage{Turn: 1, Step: 1, Finish: llm.FinishToolCalls, ToolCalls: []llm.ToolCall{
+			{ID: "e", Name: "edit", Arguments: `{"file_path":"a.go","old_string":"x","new_string":"y"}`},
+			{ID: "t", Name: "todo", Arguments: `{"todos":[]}`},
+			{ID: "b", Name: "bash", Arguments: `{"command":"go test ./..."}`},
+		}},
+		&session.ToolCall{Turn: 1, Step: 1, CallID: "e", Name: "edit", Arguments: `{"file_path":"a.go","old_string":"x","new_string":"y"}`},
+		&session.ToolResult{Turn: 1, Step: 1, CallID: "e", Content: llm.Text("edited a.go"), Meta: json.RawMessage(`{"path":"/w/a.go","replacements":1,"diff":"@@"}`)},
+		&session.ToolCall{Turn: 1, Step: 1, CallID: "t", Name: "todo", Arguments: `{"todos":[]}`},
+		&session.ToolResult{Turn: 1, Step: 1, CallID: "t", Content: llm.Text("plan"), Meta: json.RawMessage(`{"todos":[{"content":"a","status":"in_progress"}]}`)},
+		&session.ToolCall{Turn: 1, Step: 1, CallID: "b", Name: "bash", Arguments: `{"command":"go test ./..."}`},
+		&session.ToolResult{Turn: 1, Step: 1, CallID: "b", Content: llm.Text("FAIL"), IsError: true, Code: "exit"},
+		&session.StepEnd{Turn: 1, Step: 1},
+		&session.TurnEnd{Turn: 1, Reason: session.Reason{Kind: session.ReasonCompleted}},
+	} {
+		if _, err := l.Append(at, p); err != nil {
+			t.Fatalf("%T: %v", p, err)
+		}
+	}
+	b := transcript.Builder{Cwd: "/w"}
+	var got []string
+	for _, ev := range l.Events(0) {
+		es, err := b.Add(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			switch {
+			case e.Tool != nil && e.Kind != transcript.Approval:
+				s := string(e.Kind) + " " + e.Tool.CallID + " " + string(e.Tool.Status)
+				if e.Tool.Title != "" {
+					s += " [" + e.Tool.Title + " " + string(e.Tool.Kind) + "]"
+				}
+				if d := e.Tool.Diff; d != nil {
+					s += " diff " + d.Path
+					if d.Old != nil && d.New != nil {
+						s += " " + *d.Old + "->" + *d.New
+					}
+				}
+				got = append(got, s)
+			case e.Kind == transcript.Plan:
+				got = append(got, fmt.Sprintf("plan %+v", e.Plan))
+			case e.Kind == transcript.TurnStart:
+				got = append(got, "turn-start by "+e.ID)
+			}
+		}
+	}
+	want := []string{
+		"turn-start by m1",
+		"tool-call e pending [edit a.go edit] diff /w/a.go x->y",
+		"tool-call t pending [plan plan]",
+		"tool-call b pending [bash: go test ./... execute]",
+		"tool-started e running",
+		"tool-result e completed diff /w/a.go x->y",
+		"tool-started t running",
+		"tool-result t completed",
+		"plan [{Content:a Status:in_progress}]",
+		"tool-started b running",
+		"tool-result b failed",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestStream: with Stream, chunks are deltas and the message that
+// completes them says how much was streamed; a retried request whose
+// chunks differ from the final text streams nothing the face can trust.
+func TestStream(t *testing.T) {
+	l := session.NewLog(session.Header{ID: "s"})
+	at := time.Unix(0, 0)
+	add := func(p session.Payload) {
+		t.Helper()
+		if _, err := l.Append(at, p); err != nil {
+			t.Fatalf("%T: %v", p, err)
+		}
+	}
+	add(&session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: session.TriggerSend, MessageID: "m1"}})
+	add(&session.UserMessage{ID: "m1", Content: llm.Text("hi"), Source: session.Source{Kind: session.SourceUser}})
+	add(&session.StepStart{Turn: 1, Step: 1})
+	add(&session.AssistantChunk{Turn: 1, Step: 1, Delta: llm.Delta{Reasoning: "hm"}})
+	add(&session.AssistantChunk{Turn: 1, Step: 1, Delta: llm.Delta{Text: "Hel"}})
+	add(&session.AssistantChunk{Turn: 1, Step: 1, Delta: llm.Delta{Text: "lo"}})
+	add(&session.AssistantMessage{Turn: 1, Step: 1, Content: []llm.Part{{Type: llm.PartReasoning, Text: "hm"}, {Type: llm.PartText, Text: "Hello there"}}, Finish: llm.FinishStop, ChunkSeqs: []int64{3, 4, 5}})
+	add(&session.StepEnd{Turn: 1, Step: 1})
+	add(&session.StepStart{Turn: 1, Step: 2})
+	add(&session.AssistantChunk{Turn: 1, Step: 2, Delta: llm.Delta{Text: "Oops"}})
+	add(&session.AssistantMessage{Turn: 1, Step: 2, Content: llm.Text("Fine"), Finish: llm.FinishStop})
+	for _, stream := range []bool{true, false} {
+		b := transcript.Builder{Stream: stream}
+		var got []string
+		for _, ev := range l.Events(0) {
+			es, err := b.Add(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range es {
+				switch e.Kind {
+				case transcript.AssistantDelta, transcript.ReasoningDelta, transcript.Assistant, transcript.Reasoning:
+					got = append(got, fmt.Sprintf("%s %q %d", e.Kind, e.Text, e.Streamed))
+				}
+			}
+		}
+		want := `reasoning "hm" 0,assistant "Hello there" 0,assistant "Fine" 0`
+		if stream {
+			want = `reasoning-delta "hm" 0,assistant-delta "Hel" 0,assistant-delta "lo" 0,reasoning "hm" 2,assistant "Hello there" 5,assistant-delta "Oops" 0,assistant "Fine" 0`
+		}
+		if g := strings.Join(got, ","); g != want {
+			t.Errorf("stream=%v:\n got %s\nwant %s", stream, g, want)
+		}
+	}
+}
+
+// TestModelEntry: a request/header shows its model, whether rein's field
+// order lets the builder stop early or not.
+func TestModelEntry(t *testing.T) {
+	for _, data := range []string{
+		`{"turn":1,"step":1,"reason":"initial","model":"deepseek:chat","system":"long","tools":[],"params":{}}`,
+		`{"system":"long","model":"deepseek:chat","turn":1,"step":1,"reason":"initial","tools":[],"params":{}}`,
+	} {
+		es, err := transcript.Build([]session.Event{{Seq: 4, Type: session.TypeRequestHeader, Data: json.RawMessage(data)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) != 1 || es[0].Kind != transcript.Model || es[0].Text != "deepseek:chat" || es[0].Turn != 1 || es[0].Step != 1 {
+			t.Fatalf("%s: %+v", data, es)
+		}
+	}
+}
+
+// TestBlockedEntry: a blocked prompt renders with its reason.
+func TestBlockedEntry(t *testing.T) {
+	e := transcript.BlockedEntry("m9", llm.Text("rm -rf /"), session.Source{Kind: session.SourceUser}, "no destructive commands")
+	var b bytes.Buffer
+	if err := transcript.Render(&b, []transcript.Entry{e}, transcript.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.String(); got != "blocked (no destructive commands): rm -rf /\n" {
+		t.Fatalf("rendered %q", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -382,5 +383,60 @@ func TestParallelReadsShareState(t *testing.T) {
 	}
 	for i := 0; i < 8; i++ {
 		wantOK(t, run(t, Edit(), env, map[string]any{"file_path": fmt.Sprintf("f%d.txt", i), "old_string": "x", "new_string": "y"}))
+	}
+}
+
+// buffers is an editor holding unsaved contents for some files.
+type buffers struct {
+	mu    sync.Mutex
+	files map[string]string
+	reads int
+}
+
+func (b *buffers) ReadFile(_ context.Context, p string) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reads++
+	if s, ok := b.files[p]; ok {
+		return []byte(s), nil
+	}
+	return os.ReadFile(p)
+}
+
+func (b *buffers) WriteFile(_ context.Context, p string, data []byte) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.files[p] = string(data)
+	return nil
+}
+
+// TestBuffers: with Buffers, read shows the editor's unsaved content, edit
+// and write change the editor's copy (not the disk), and a buffer that
+// changed since it was read refuses an edit.
+func TestBuffers(t *testing.T) {
+	env := testEnv(t)
+	p := writeFile(t, env.Dir, "a.txt", "on disk\n")
+	buf := &buffers{files: map[string]string{p: "unsaved\n"}}
+	tools := map[string]tool.Tool{}
+	for _, tl := range All(Options{Buffers: buf}) {
+		tools[tl.Spec().Name] = tl
+	}
+	if got := wantOK(t, run(t, tools["read"], env, map[string]any{"file_path": "a.txt"})); !strings.Contains(got, "unsaved") {
+		t.Fatalf("read = %q, want the buffer's content", got)
+	}
+	wantOK(t, run(t, tools["edit"], env, map[string]any{"file_path": "a.txt", "old_string": "unsaved", "new_string": "edited"}))
+	if buf.files[p] != "edited\n" {
+		t.Fatalf("buffer = %q after edit", buf.files[p])
+	}
+	if b, _ := os.ReadFile(p); string(b) != "on disk\n" {
+		t.Fatalf("disk = %q: edit wrote past the editor", b)
+	}
+	buf.files[p] = "someone typed\n"
+	wantErr(t, run(t, tools["edit"], env, map[string]any{"file_path": "a.txt", "old_string": "someone", "new_string": "x"}), CodeStale)
+	wantErr(t, run(t, tools["write"], env, map[string]any{"file_path": "a.txt", "content": "x"}), CodeStale)
+	wantOK(t, run(t, tools["read"], env, map[string]any{"file_path": "a.txt"}))
+	wantOK(t, run(t, tools["write"], env, map[string]any{"file_path": "a.txt", "content": "replaced\n"}))
+	if buf.files[p] != "replaced\n" {
+		t.Fatalf("buffer = %q after write", buf.files[p])
 	}
 }
