@@ -651,8 +651,8 @@ func (s *sess) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Ap
 		s.always[rule] = true
 		s.mu.Unlock()
 		if err := rules.Save(ctx, s.cwd, rule); err != nil {
-			s.srv.log.Warn("acp: the rule could not be saved; it holds for this session", "rule", rule, "err", err)
-			return agent.Approval{Allow: true, By: "user", Reason: "allowed always (" + rule + ", this session only: " + err.Error() + ")"}, nil
+			s.srv.log.Info("acp: rule not saved", "rule", rule, "err", err)
+			return agent.Approval{Allow: true, By: "user", Reason: "allowed always (" + rule + "): " + err.Error()}, nil
 		}
 		return agent.Approval{Allow: true, By: "user", Reason: "allowed always (" + rule + ")"}, nil
 	case "reject":

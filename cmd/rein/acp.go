@@ -24,6 +24,7 @@ import (
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/builtin"
 	"github.com/reinhq/rein/tool/fs"
+	"github.com/reinhq/rein/tool/shell"
 	"github.com/reinhq/rein/transcript"
 	"github.com/reinhq/rein/trust"
 )
@@ -80,13 +81,14 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		provOnce.Do(func() { prov, model, provErr = a.resolveModel() })
 		return prov, model, provErr
 	}
+	rules := &acpRules{a: a}
 	cfg := acp.Config{
 		Store:            st,
 		Name:             "rein",
 		Version:          version(),
 		NoClientFS:       noFS,
 		NoClientTerminal: noTerminal,
-		Rules:            sessionRules{},
+		Rules:            rules,
 		Logger:           a.log,
 		Auth: func() error {
 			if _, _, err := a.resolveModel(); errors.Is(err, catalog.ErrMissingKey) {
@@ -105,21 +107,19 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		if mode == "" {
 			mode = string(guard.WorkspaceWrite)
 		}
-		pol, err := a.policy(dir)
+		ps, err := rules.session(dir, mode)
 		if err != nil {
 			return nil, err
 		}
-		var current atomic.Pointer[guard.Policy]
-		current.Store(pol)
 		hc, err := a.trustWorkspace(ctx, dir)
 		if err != nil {
 			return nil, err
 		}
-		hooks, err := a.hooksFor(dir, hc, st, current.Load, guardApprover{req.Approver})
+		hooks, err := a.hooksFor(dir, hc, st, ps.current.Load, guardApprover{req.Approver})
 		if err != nil {
 			return nil, err
 		}
-		tools, err := acpTools(req)
+		tools, err := a.acpTools(dir, req)
 		if err != nil {
 			return nil, err
 		}
@@ -145,12 +145,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 			return nil, err
 		}
 		return &acp.Opened{Agent: ag, Modes: permissionModes, Mode: mode, SetMode: func(id string) error {
-			p, err := guard.Settings{Mode: id}.Policy(dir)
-			if err != nil {
-				return err
-			}
-			current.Store(p)
-			return nil
+			return rules.setMode(ps, id)
 		}}, nil
 	}
 	a.log.Debug("acp: serving on stdio")
@@ -174,20 +169,25 @@ var permissionModes = []acp.Mode{
 	{ID: string(guard.FullAccess), Name: "Full access", Description: "Everything the rules do not restrict"},
 }
 
-// acpTools is the built-in tool set, with the file tools on the editor's
-// buffers and bash in its terminal when the client offers them.
-func acpTools(req acp.OpenRequest) (*tool.Registry, error) {
-	opts := builtin.Options{}
-	if req.Files != nil {
-		opts.FS = fs.Options{Buffers: req.Files}
+// acpTools is the session's tool set, as 'rein run' has it (confinement and
+// the OS sandbox included), with the file tools on the editor's buffers
+// when the client offers them, and bash in the editor's terminals when it
+// offers them and rein runs without its sandbox: a process the editor
+// starts cannot be confined, so a sandboxed session keeps bash in rein.
+func (a *app) acpTools(dir string, req acp.OpenRequest) (*tool.Registry, error) {
+	opts := builtin.Options{
+		FS:    fs.Options{Confine: a.sandboxed(), WriteRoots: a.writeRoots(dir), Buffers: req.Files},
+		Shell: shell.Options{Sandbox: a.sandbox(dir), Env: a.envPolicy()},
 	}
 	tools := builtin.All(opts)
-	if req.Terminal != nil {
+	if req.Terminal != nil && opts.Shell.Sandbox == nil {
 		for i, t := range tools {
 			if t.Spec().Name == "bash" {
-				tools[i] = req.Terminal.Bash(t.Spec(), tool.EnvPolicy{})
+				tools[i] = req.Terminal.Bash(t.Spec(), a.envPolicy())
 			}
 		}
+	} else if req.Terminal != nil {
+		a.log.Debug("acp: bash stays in rein: the editor's terminals cannot run under rein's sandbox")
 	}
 	return tool.NewRegistry(tools...)
 }
@@ -200,19 +200,80 @@ func (g guardApprover) Approve(ctx context.Context, req guard.Request) (guard.Ap
 	return guard.Approval{Allow: ap.Allow, By: ap.By, Reason: ap.Reason}, err
 }
 
-// sessionRules writes "allow always" rules in the permission rule syntax.
-// Saving them in the configuration waits for the configuration API for
-// rules; until then they hold for the session that made them.
-type sessionRules struct{}
+// acpRules turns "allow always" into a permission rule of the workspace:
+// it is added to the loaded configuration (permissions.allow) and every
+// open session of the workspace gets a policy with it, so the policy itself
+// allows such calls from then on. Writing it into a configuration file
+// waits for a configuration API that writes files; until then the rule
+// holds until rein exits.
+type acpRules struct {
+	a        *app
+	mu       sync.Mutex // a.cfg and sessions
+	sessions []*acpPolicy
+}
 
-// errRulesNotSaved says an "always" answer holds for this session only.
-var errRulesNotSaved = errors.New("rules are not saved to the configuration yet")
+// acpPolicy is the policy in force for one session.
+type acpPolicy struct {
+	dir, mode string
+	current   atomic.Pointer[guard.Policy]
+}
 
-func (sessionRules) Rule(cwd string, req agent.ApprovalRequest) (string, bool) {
+// errRulesNotSaved says an "always" answer holds until rein exits.
+var errRulesNotSaved = errors.New("the rule applies until rein exits: rules are not written to the configuration files yet")
+
+func (r *acpRules) session(dir, mode string) (*acpPolicy, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, err := r.policyLocked(dir, mode)
+	if err != nil {
+		return nil, err
+	}
+	ps := &acpPolicy{dir: dir, mode: mode}
+	ps.current.Store(p)
+	r.sessions = append(r.sessions, ps)
+	return ps, nil
+}
+
+func (r *acpRules) policyLocked(dir, mode string) (*guard.Policy, error) {
+	pm := r.a.cfg.Permissions
+	return guard.Settings{Mode: mode, Allow: pm.Allow, Ask: pm.Ask, Deny: pm.Deny, Writable: r.a.writable()}.Policy(dir)
+}
+
+func (r *acpRules) setMode(ps *acpPolicy, mode string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, err := r.policyLocked(ps.dir, mode)
+	if err != nil {
+		return err
+	}
+	ps.mode = mode
+	ps.current.Store(p)
+	return nil
+}
+
+func (r *acpRules) Rule(cwd string, req agent.ApprovalRequest) (string, bool) {
 	return ruleFor(cwd, req.Name, req.Arguments)
 }
 
-func (sessionRules) Save(context.Context, string, string) error { return errRulesNotSaved }
+func (r *acpRules) Save(_ context.Context, cwd, rule string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.a.cfg.Add("permissions.allow", rule, "allowed always in the editor"); err != nil {
+		return err
+	}
+	root := r.a.workspaceRoot(cwd)
+	for _, ps := range r.sessions {
+		if r.a.workspaceRoot(ps.dir) != root {
+			continue
+		}
+		p, err := r.policyLocked(ps.dir, ps.mode)
+		if err != nil {
+			return err
+		}
+		ps.current.Store(p)
+	}
+	return errRulesNotSaved
+}
 
 // ruleFor proposes the rule that allows calls like this one: for bash the
 // command's program (and subcommand for tools like git or go) with any
