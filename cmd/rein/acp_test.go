@@ -489,7 +489,7 @@ func TestACPTranscript(t *testing.T) {
 
 	// Process A: an editor with buffers and terminals.
 	a := e.start(rec, sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true},
-		"--model", "scripted:script-a.json", "--permission-mode", "full-access") // no sandbox: bash may run in the editor
+		"--model", "scripted:script-a.json", "--permission-mode", "full-access", "--trust") // no sandbox: bash may run in the editor; the workspace's hook applies
 	ns, err := a.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: e.work, McpServers: []sdk.McpServer{}})
 	must(err)
 	sid := ns.SessionId
