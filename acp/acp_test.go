@@ -107,10 +107,10 @@ func serve(t *testing.T, model llm.Provider) *harness {
 		Store:  h.st,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Open: func(ctx context.Context, req acp.OpenRequest) (*acp.Opened, error) {
-			c := agent.Config{Store: h.st, Provider: model, Cwd: req.Cwd, Approver: req.Approver}
+			c := agent.Config{Store: h.st, Provider: model, Cwd: req.Cwd, Approver: req.Approver, SessionID: req.SessionID}
 			var ag *agent.Agent
 			var err error
-			if req.SessionID == "" {
+			if req.Create {
 				ag, err = agent.New(ctx, c)
 			} else {
 				ag, err = agent.Resume(ctx, h.st, req.SessionID, c)

@@ -287,3 +287,55 @@ func rpcError(id json.RawMessage, code int, msg, detail string) []byte {
 	}{"2.0", id, sdk.RequestError{Code: code, Message: msg, Data: map[string]any{"error": detail}}})
 	return append(b, '\n')
 }
+
+// TrustAnswer is a person's answer to the trust question.
+type TrustAnswer int
+
+// Trust answers.
+const (
+	// TrustNo: the workspace's own settings do not apply.
+	TrustNo TrustAnswer = iota
+	// TrustOnce: they apply in this run only.
+	TrustOnce
+	// TrustAlways: trust the workspace from now on.
+	TrustAlways
+)
+
+// Asker asks the person at the client about the session's workspace.
+type Asker struct{ s *sess }
+
+// AskTrust asks whether to trust the workspace, through the session: a
+// notice card titled title holding question (what the project's settings
+// would do), then session/request_permission with "Trust this workspace",
+// "Only this time" and "Don't trust". A cancelled or failed request is an
+// error (it counts as no).
+func (a *Asker) AskTrust(ctx context.Context, title, question string) (TrustAnswer, error) {
+	s := a.s
+	id := "rein-trust-" + s.id
+	meta := map[string]any{"rein": map[string]any{"entry": "trust"}}
+	card := notice(id, title, sdk.ToolCallStatusPending, textContent(question), meta)
+	s.write(appendNotification(nil, s.id, &card))
+	resp, err := s.srv.conn.RequestPermission(ctx, sdk.RequestPermissionRequest{
+		SessionId: sdk.SessionId(s.id),
+		ToolCall:  sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(id), Title: &title, Kind: sdk.Ptr(sdk.ToolKindOther), Status: sdk.Ptr(sdk.ToolCallStatusPending), Content: textContent(question)},
+		Options: []sdk.PermissionOption{
+			{OptionId: "trust", Name: "Trust this workspace", Kind: sdk.PermissionOptionKindAllowAlways},
+			{OptionId: "once", Name: "Only this time", Kind: sdk.PermissionOptionKindAllowOnce},
+			{OptionId: "no", Name: "Don't trust", Kind: sdk.PermissionOptionKindRejectOnce},
+		},
+	})
+	ans, status, what := TrustNo, sdk.ToolCallStatusFailed, "Not trusted: the workspace's own settings are ignored"
+	switch {
+	case err != nil:
+		err = fmt.Errorf("acp: trust question: %w", err)
+	case resp.Outcome.Selected == nil:
+		err = errors.New("acp: the trust question was cancelled")
+	case resp.Outcome.Selected.OptionId == "trust":
+		ans, status, what = TrustAlways, sdk.ToolCallStatusCompleted, "Trusted: the workspace's settings apply from now on"
+	case resp.Outcome.Selected.OptionId == "once":
+		ans, status, what = TrustOnce, sdk.ToolCallStatusCompleted, "Trusted for this run: the workspace's settings apply until rein exits"
+	}
+	u := sdk.SessionUpdate{ToolCallUpdate: &sdk.SessionToolCallUpdate{ToolCallId: sdk.ToolCallId(id), Status: &status, Title: &what, SessionUpdate: "tool_call_update"}}
+	s.write(appendNotification(nil, s.id, &u))
+	return ans, err
+}

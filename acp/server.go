@@ -74,6 +74,10 @@ type Config struct {
 	Images bool
 	// Rules, when set, offers "allow always" in permission requests.
 	Rules Rules
+	// Modes are the permission modes a client may switch between
+	// (session/set_mode), Mode the initial one; Opened.SetMode switches.
+	Modes []Mode
+	Mode  string
 	// NoClientFS and NoClientTerminal keep the file tools and bash off the
 	// client's fs/* and terminal/* even when it offers them.
 	NoClientFS, NoClientTerminal bool
@@ -88,8 +92,13 @@ type Config struct {
 
 // OpenRequest is what the server asks Config.Open for.
 type OpenRequest struct {
-	// SessionID is empty for a new session.
+	// SessionID is the session: a new one to create with that id when
+	// Create, else a stored one to resume.
 	SessionID string
+	Create    bool
+	// Ask asks the person at the client, through the session, whether to
+	// trust the session's workspace (give it to the trust decision).
+	Ask *Asker
 	// Cwd is the session's working directory (absolute).
 	Cwd string
 	// Approver asks the client (session/request_permission).
@@ -110,10 +119,8 @@ type OpenRequest struct {
 // Opened is a started session.
 type Opened struct {
 	Agent *agent.Agent
-	// Modes are the permission modes the client may switch between
-	// (session/set_mode); Mode is the current one. SetMode switches.
-	Modes   []Mode
-	Mode    string
+	// SetMode switches the session's permission mode to one of
+	// Config.Modes.
 	SetMode func(id string) error
 }
 
@@ -289,7 +296,10 @@ func checkCwd(cwd string) error {
 	return nil
 }
 
-// NewSession creates a session.
+// NewSession creates a session. Its agent starts at the session's first
+// use (a prompt, an inject or a steer): the trust question about the
+// workspace, when there is one, can then be asked through the session,
+// which the client knows by then; and a session never used writes nothing.
 func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
 	if err := s.authError(); err != nil {
 		return sdk.NewSessionResponse{}, err
@@ -297,11 +307,12 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 	if err := checkCwd(p.Cwd); err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
-	ss, err := s.open(ctx, "", p.Cwd, p.McpServers)
-	if err != nil {
-		return sdk.NewSessionResponse{}, err
-	}
-	ss.start(0)
+	ss := newSession(s, p.Cwd)
+	ss.id = agent.NewULID("s")
+	ss.pending = &OpenRequest{SessionID: ss.id, Create: true, Cwd: p.Cwd, MCPServers: p.McpServers}
+	s.mu.Lock()
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(ss.id), Modes: ss.modes()}, nil
 }
 
@@ -359,29 +370,13 @@ func (s *Server) resume(ctx context.Context, id sdk.SessionId, cwd string, mcp [
 	return s.open(ctx, string(id), cwd, mcp)
 }
 
-// open starts a session's agent and registers it.
+// open starts a stored session's agent and registers it.
 func (s *Server) open(ctx context.Context, id, cwd string, mcp []sdk.McpServer) (*sess, error) {
-	s.mu.Lock()
-	caps := s.caps
-	s.mu.Unlock()
 	ss := newSession(s, cwd)
-	req := OpenRequest{SessionID: id, Cwd: cwd, Approver: ss, MCPServers: mcp}
-	if !s.cfg.NoClientFS && (caps.Fs.ReadTextFile || caps.Fs.WriteTextFile) {
-		req.Files = &clientFiles{s: ss, read: caps.Fs.ReadTextFile, write: caps.Fs.WriteTextFile}
+	ss.id = id
+	if err := ss.openAgent(ctx, OpenRequest{SessionID: id, Cwd: cwd, MCPServers: mcp}); err != nil {
+		return nil, err
 	}
-	if !s.cfg.NoClientTerminal && caps.Terminal {
-		req.Terminal = &Terminal{s: ss}
-	}
-	op, err := s.cfg.Open(ctx, req)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, &sdk.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"error": fmt.Sprintf("no session %q in the store", id)}}
-	case errors.Is(err, store.ErrLocked):
-		return nil, sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("session %q is open in another rein process", id)})
-	case err != nil:
-		return nil, sdk.NewInternalError(map[string]any{"error": err.Error()})
-	}
-	ss.opened(op)
 	s.mu.Lock()
 	if s.ctx.Err() != nil {
 		s.mu.Unlock()
@@ -391,6 +386,33 @@ func (s *Server) open(ctx context.Context, id, cwd string, mcp []sdk.McpServer) 
 	s.sessions[ss.id] = ss
 	s.mu.Unlock()
 	return ss, nil
+}
+
+// openAgent asks Config.Open for the session's agent, with the client's
+// files and terminals when it offers them.
+func (ss *sess) openAgent(ctx context.Context, req OpenRequest) error {
+	s := ss.srv
+	s.mu.Lock()
+	caps := s.caps
+	s.mu.Unlock()
+	req.Approver, req.Ask = ss, &Asker{s: ss}
+	if !s.cfg.NoClientFS && (caps.Fs.ReadTextFile || caps.Fs.WriteTextFile) {
+		req.Files = &clientFiles{s: ss, read: caps.Fs.ReadTextFile, write: caps.Fs.WriteTextFile}
+	}
+	if !s.cfg.NoClientTerminal && caps.Terminal {
+		req.Terminal = &Terminal{s: ss}
+	}
+	op, err := s.cfg.Open(ctx, req)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return &sdk.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"error": fmt.Sprintf("no session %q in the store", req.SessionID)}}
+	case errors.Is(err, store.ErrLocked):
+		return sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("session %q is open in another rein process", req.SessionID)})
+	case err != nil:
+		return sdk.NewInternalError(map[string]any{"error": err.Error()})
+	}
+	ss.opened(op)
+	return nil
 }
 
 func (s *Server) drop(ss *sess) {

@@ -21,8 +21,13 @@ type sess struct {
 	srv *Server
 	id  string
 	cwd string
-	ag  *agent.Agent
-	op  *Opened
+	// ag and op are set once the agent started: at open for a stored
+	// session, at first use (ensure) for a new one, from pending.
+	ag      *agent.Agent
+	op      *Opened
+	pending *OpenRequest
+	mode    string // the permission mode in force (or to apply at start)
+	startMu sync.Mutex
 
 	// sem admits one prompt at a time.
 	sem chan struct{}
@@ -63,19 +68,54 @@ func newSession(srv *Server, cwd string) *sess {
 	s.cond = sync.NewCond(&s.mu)
 	s.m.echo = map[string]bool{}
 	s.b.Cwd = cwd
+	s.mode = srv.cfg.Mode
 	return s
 }
 
 func (s *sess) opened(op *Opened) {
-	s.op, s.ag, s.id = op, op.Agent, op.Agent.ID()
+	s.op, s.ag = op, op.Agent
+}
+
+// ensure starts a new session's agent at its first use, applying a mode
+// the client chose meanwhile. It returns at once when the agent runs.
+func (s *sess) ensure(ctx context.Context) error {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	if s.ag != nil {
+		return nil
+	}
+	if s.pending == nil {
+		return sdk.NewInternalError(map[string]any{"error": "the session has no agent"})
+	}
+	if err := s.openAgent(ctx, *s.pending); err != nil {
+		return err
+	}
+	s.pending = nil
+	if s.mode != s.srv.cfg.Mode && s.op.SetMode != nil {
+		if err := s.op.SetMode(s.mode); err != nil {
+			return sdk.NewInternalError(map[string]any{"error": err.Error()})
+		}
+	}
+	s.start(0)
+	return nil
+}
+
+// started reports whether the agent runs.
+func (s *sess) started() bool {
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	return s.ag != nil
 }
 
 func (s *sess) modes() *sdk.SessionModeState {
-	if len(s.op.Modes) == 0 {
+	cfg := s.srv.cfg
+	if len(cfg.Modes) == 0 {
 		return nil
 	}
-	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(s.op.Mode)}
-	for _, m := range s.op.Modes {
+	s.mu.Lock()
+	st := &sdk.SessionModeState{CurrentModeId: sdk.SessionModeId(s.mode)}
+	s.mu.Unlock()
+	for _, m := range cfg.Modes {
 		sm := sdk.SessionMode{Id: sdk.SessionModeId(m.ID), Name: m.Name}
 		if m.Description != "" {
 			sm.Description = sdk.Ptr(m.Description)
@@ -86,21 +126,27 @@ func (s *sess) modes() *sdk.SessionModeState {
 }
 
 func (s *sess) setMode(id string) error {
-	if s.op.SetMode == nil {
-		return sdk.NewMethodNotFound("session/set_mode")
+	known := false
+	for _, m := range s.srv.cfg.Modes {
+		known = known || m.ID == id
 	}
-	for _, m := range s.op.Modes {
-		if m.ID == id {
-			if err := s.op.SetMode(id); err != nil {
-				return sdk.NewInternalError(map[string]any{"error": err.Error()})
-			}
-			s.mu.Lock()
-			s.op.Mode = id
-			s.mu.Unlock()
-			return nil
+	if !known {
+		return invalidParams("unknown mode %q", id)
+	}
+	s.startMu.Lock()
+	defer s.startMu.Unlock()
+	if s.ag != nil { // else applied when the agent starts
+		if s.op.SetMode == nil {
+			return sdk.NewMethodNotFound("session/set_mode")
+		}
+		if err := s.op.SetMode(id); err != nil {
+			return sdk.NewInternalError(map[string]any{"error": err.Error()})
 		}
 	}
-	return invalidParams("unknown mode %q", id)
+	s.mu.Lock()
+	s.mode = id
+	s.mu.Unlock()
+	return nil
 }
 
 // write sends encoded notification lines.
@@ -327,6 +373,9 @@ func (s *sess) waitCall(ctx context.Context, id string) {
 // close stops following and closes the agent: a running turn is cancelled
 // (cause "closed"), the log flushed and released.
 func (s *sess) close(ctx context.Context) error {
+	if !s.started() {
+		return nil
+	}
 	err := s.ag.Close(ctx)
 	if s.cancelF != nil {
 		<-s.stopped // Events ends once the closed agent's log is read out
@@ -345,6 +394,9 @@ func (s *sess) close(ctx context.Context) error {
 
 // cancel cancels the running prompt.
 func (s *sess) cancel() {
+	if !s.started() {
+		return
+	}
 	s.mu.Lock()
 	running := len(s.waiters) > 0
 	if running {
@@ -402,6 +454,9 @@ func (s *sess) prompt(p sdk.PromptRequest) (sdk.PromptResponse, error) {
 		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 	}
 	defer func() { <-s.sem }()
+	if err := s.ensure(s.srv.ctx); err != nil {
+		return sdk.PromptResponse{}, err
+	}
 	s.announce()
 	s.mu.Lock()
 	s.cancelled = false
@@ -537,6 +592,9 @@ func agentError(err error) error {
 
 // steer serves _rein/steer.
 func (s *sess) steer(p SteerRequest) (any, error) {
+	if err := s.ensure(s.srv.ctx); err != nil {
+		return nil, err
+	}
 	content, err := s.srv.parts(p.Content)
 	if err != nil {
 		return nil, err
@@ -575,6 +633,9 @@ func (s *sess) steer(p SteerRequest) (any, error) {
 
 // inject serves _rein/inject.
 func (s *sess) inject(p InjectRequest) (any, error) {
+	if err := s.ensure(s.srv.ctx); err != nil {
+		return nil, err
+	}
 	content, err := s.srv.parts(p.Content)
 	if err != nil {
 		return nil, err

@@ -82,7 +82,13 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		return prov, model, provErr
 	}
 	rules := &acpRules{a: a}
+	mode := a.cfg.PermissionMode
+	if mode == "" {
+		mode = string(guard.WorkspaceWrite)
+	}
 	cfg := acp.Config{
+		Modes:            permissionModes,
+		Mode:             mode,
 		Store:            st,
 		Name:             "rein",
 		Version:          version(),
@@ -97,21 +103,26 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 			return nil
 		},
 	}
+	var openMu sync.Mutex // the trust decision and the configuration it changes
 	cfg.Open = func(ctx context.Context, req acp.OpenRequest) (*acp.Opened, error) {
-		prov, model, err := resolve()
+		dir := req.Cwd
+		openMu.Lock()
+		// Trust first: the workspace's held settings (provider URLs,
+		// allow rules, hooks) apply only once it is trusted. The question
+		// goes to the person through the session.
+		a.trustAsker = acpTrustAsker{req.Ask}
+		hc, err := a.trustWorkspace(ctx, dir)
+		a.trustAsker = nil
+		var prov llm.Provider
+		var model catalog.Model
+		if err == nil {
+			prov, model, err = resolve()
+		}
+		openMu.Unlock()
 		if err != nil {
 			return nil, err
-		}
-		dir := req.Cwd
-		mode := a.cfg.PermissionMode
-		if mode == "" {
-			mode = string(guard.WorkspaceWrite)
 		}
 		ps, err := rules.session(dir, mode)
-		if err != nil {
-			return nil, err
-		}
-		hc, err := a.trustWorkspace(ctx, dir)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +147,8 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		}
 		a.configureCompaction(&cfg, model.ContextWindow)
 		var ag *agent.Agent
-		if req.SessionID == "" {
+		if req.Create {
+			cfg.SessionID = req.SessionID
 			ag, err = agent.New(ctx, cfg)
 		} else {
 			ag, err = agent.Resume(ctx, st, req.SessionID, cfg)
@@ -144,10 +156,9 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		if err != nil {
 			return nil, err
 		}
-		return &acp.Opened{Agent: ag, Modes: permissionModes, Mode: mode, SetMode: func(id string) error {
-			return rules.setMode(ps, id)
-		}}, nil
+		return &acp.Opened{Agent: ag, SetMode: func(id string) error { return rules.setMode(ps, id) }}, nil
 	}
+
 	a.log.Debug("acp: serving on stdio")
 	err = acp.Serve(ctx, cfg, a.stdin, a.stdout)
 	if sm, ok := prov.(*scripted.Model); ok {
@@ -190,6 +201,20 @@ func (a *app) acpTools(dir string, req acp.OpenRequest) (*tool.Registry, error) 
 		a.log.Debug("acp: bash stays in rein: the editor's terminals cannot run under rein's sandbox")
 	}
 	return tool.NewRegistry(tools...)
+}
+
+// acpTrustAsker asks the trust question through the ACP session.
+type acpTrustAsker struct{ ask *acp.Asker }
+
+func (t acpTrustAsker) AskTrust(ctx context.Context, q trust.Question) (trust.Answer, error) {
+	ans, err := t.ask.AskTrust(ctx, "Trust the workspace "+q.Decision.Root+"?", q.Text())
+	switch ans {
+	case acp.TrustAlways:
+		return trust.Always, err
+	case acp.TrustOnce:
+		return trust.Once, err
+	}
+	return trust.No, err
 }
 
 // guardApprover asks the policy's questions through the face's approver.

@@ -461,7 +461,8 @@ const acpScriptB = `{"calls": [
 
 // TestACPTranscript drives 'rein acp' like an editor, over pipes, with the
 // scripted model, and compares the JSON-RPC transcript with
-// testdata/acp.golden: a new session, context injected over the wire, a
+// testdata/acp.golden: a new session, the workspace trust question asked
+// through it at first use, context injected over the wire, a
 // prompt with tools through the editor's buffers, a permission round trip
 // with "always", bash in the editor's terminal, a steer refused by its
 // precondition, a blocked prompt, /compact; then a fresh process loads the
@@ -489,10 +490,11 @@ func TestACPTranscript(t *testing.T) {
 
 	// Process A: an editor with buffers and terminals.
 	a := e.start(rec, sdk.ClientCapabilities{Fs: sdk.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true}, Terminal: true},
-		"--model", "scripted:script-a.json", "--permission-mode", "full-access", "--trust") // no sandbox: bash may run in the editor; the workspace's hook applies
+		"--model", "scripted:script-a.json", "--permission-mode", "full-access") // no sandbox: bash may run in the editor
 	ns, err := a.conn.NewSession(ctx, sdk.NewSessionRequest{Cwd: e.work, McpServers: []sdk.McpServer{}})
 	must(err)
 	sid := ns.SessionId
+	a.client.answers = []string{"trust"} // the workspace's hook is asked about at first use
 	_, err = a.conn.CallExtension(ctx, "_rein/inject", map[string]any{"sessionId": sid, "content": text("CI is red on main"),
 		"source": map[string]string{"kind": "plugin", "name": "ci-watch"}})
 	must(err)

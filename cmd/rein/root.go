@@ -53,6 +53,9 @@ type app struct {
 	noDumpErr error
 	// decisions are the trust decisions of this run, by workspace key.
 	decisions map[string]trust.Decision
+	// trustAsker, when set, asks the trust question instead of the
+	// terminal (rein acp sets it to the editor's session).
+	trustAsker trust.Asker
 
 	// The store, once openStore opened it: its name for messages, and how
 	// to close it when the command ends.

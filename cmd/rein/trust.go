@@ -164,7 +164,10 @@ func (a *app) decide(ctx context.Context, root string, items []trust.Item, ask b
 		return d
 	}
 	opts := trust.Options{Once: a.trustOnce}
-	if ask && a.interactive() {
+	switch {
+	case ask && a.trustAsker != nil: // a face asks (rein acp: the editor)
+		opts.Ask = a.trustAsker
+	case ask && a.interactive():
 		opts.Ask = trust.Prompter{In: a.stdin, Out: a.stderr}
 	}
 	d, err := trust.Resolve(ctx, a.trustStore(), root, items, opts)
