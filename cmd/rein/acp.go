@@ -130,6 +130,9 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		if err != nil {
 			return nil, err
 		}
+		if req.Create { // titled from its first admitted prompt, as 'rein run' does
+			hooks.PromptAdmission = append([]agent.Hook[agent.Prompt, agent.Admission]{titleHook()}, hooks.PromptAdmission...)
+		}
 		tools, err := a.acpTools(dir, req)
 		if err != nil {
 			return nil, err
