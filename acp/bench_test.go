@@ -58,7 +58,7 @@ func (p *pipeSink) close() int64 { p.w.Close(); return <-p.done }
 
 // benchSession opens the generated session's agent (its log loaded) and a
 // session of a server writing to sink.
-func benchSession(b *testing.B, st *jsonl.Store, sink io.Writer) (*sess, func()) {
+func benchSession(b testing.TB, st *jsonl.Store, sink io.Writer) (*sess, func()) {
 	b.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ag, err := agent.Resume(context.Background(), st, bench.BigID, agent.Config{Provider: noModel{}, Logger: quiet})
@@ -68,6 +68,7 @@ func benchSession(b *testing.B, st *jsonl.Store, sink io.Writer) (*sess, func())
 	srv := &Server{out: &lineWriter{w: sink}, log: quiet, sessions: map[string]*sess{}}
 	srv.ctx, srv.cancel = context.WithCancel(context.Background())
 	s := newSession(srv, "/home/ana/proj")
+	s.id = ag.ID()
 	s.opened(&Opened{Agent: ag})
 	return s, func() { _ = ag.Close(context.Background()); srv.cancel() }
 }
