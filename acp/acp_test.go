@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,6 +42,8 @@ type recClient struct {
 	mu      sync.Mutex
 	updates []sdk.SessionNotification
 	notify  chan struct{}
+	// permission, when set, answers permission requests.
+	permission func(sdk.RequestPermissionRequest) sdk.RequestPermissionResponse
 }
 
 func (c *recClient) SessionUpdate(_ context.Context, n sdk.SessionNotification) error {
@@ -74,7 +78,10 @@ func (c *recClient) waitFor(t *testing.T, ok func(sdk.SessionUpdate) bool) {
 	}
 }
 
-func (c *recClient) RequestPermission(context.Context, sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+func (c *recClient) RequestPermission(_ context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+	if c.permission != nil {
+		return c.permission(p), nil
+	}
 	return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected("allow")}, nil
 }
 func (c *recClient) ReadTextFile(context.Context, sdk.ReadTextFileRequest) (sdk.ReadTextFileResponse, error) {
@@ -100,13 +107,21 @@ func (c *recClient) WaitForTerminalExit(context.Context, sdk.WaitForTerminalExit
 }
 
 // serve starts a server whose sessions run model, and a client.
-func serve(t *testing.T, model llm.Provider) *harness {
+func serve(t *testing.T, model llm.Provider) *harness { return serveAsking(t, model, nil) }
+
+// serveAsking is serve whose Open first asks the trust question when ask
+// is set, and reports the answer on it.
+func serveAsking(t *testing.T, model llm.Provider, ask chan acp.TrustAnswer) *harness {
 	t.Helper()
 	h := &harness{t: t, st: memstore.New(memstore.Options{}), served: make(chan error, 1), dir: t.TempDir()}
 	cfg := acp.Config{
 		Store:  h.st,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Open: func(ctx context.Context, req acp.OpenRequest) (*acp.Opened, error) {
+			if ask != nil {
+				ans, _ := req.Ask.AskTrust(ctx, "Trust the workspace?", "Its hooks would run.")
+				ask <- ans
+			}
 			c := agent.Config{Store: h.st, Provider: model, Cwd: req.Cwd, Approver: req.Approver, SessionID: req.SessionID}
 			var ag *agent.Agent
 			var err error
@@ -229,12 +244,23 @@ func TestPromptWhileTurnRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := []string{<-answers, <-answers}
+	slices.Sort(got)
 	if strings.Join(got, ",") != "first:cancelled,second:end_turn" {
 		t.Fatalf("answers %v", got)
 	}
+	// The turns ran one after the other: the first aborted, the second
+	// (its own turn, after it) completed.
 	l := checkLog(t, h.st, string(sid))
-	if turns, _ := l.Turn(); turns != 2 {
-		t.Fatalf("%d turns, want 2", turns)
+	var ends []string
+	for _, ev := range l.Events(0) {
+		if ev.Type == session.TypeTurnEnd {
+			p, _ := ev.Decode()
+			te := p.(*session.TurnEnd)
+			ends = append(ends, fmt.Sprintf("%d:%s", te.Turn, te.Reason.Kind))
+		}
+	}
+	if strings.Join(ends, ",") != "1:aborted,2:completed" {
+		t.Fatalf("turns ended %v", ends)
 	}
 }
 
@@ -339,5 +365,56 @@ func TestBadMessages(t *testing.T) {
 	toSrv.Close()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTrustAskedAtFirstUse: a new session's agent starts at its first
+// prompt, after the trust question asked through the session; a cancel
+// while the question is open answers the prompt cancelled, and no turn
+// runs.
+func TestTrustAskedAtFirstUse(t *testing.T) {
+	asked := make(chan acp.TrustAnswer, 2)
+	h := serveAsking(t, scriptedtest.New(t, scripted.Call{Expect: &scripted.Expect{LastUser: "again"}, Reply: scripted.Reply{Text: []string{"ok"}}}), asked)
+	question := make(chan sdk.RequestPermissionRequest, 1)
+	answer := make(chan sdk.RequestPermissionResponse)
+	h.client.permission = func(p sdk.RequestPermissionRequest) sdk.RequestPermissionResponse {
+		question <- p
+		return <-answer
+	}
+	sid := h.newSession()
+	select {
+	case <-asked:
+		t.Fatal("the trust question was asked before the session's first use")
+	case <-time.After(50 * time.Millisecond):
+	}
+	done := make(chan sdk.PromptResponse, 1)
+	go func() {
+		r, err := h.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: text("go")})
+		if err != nil {
+			t.Errorf("prompt: %v", err)
+		}
+		done <- r
+	}()
+	q := <-question
+	if q.SessionId != sid || len(q.Options) != 3 || q.Options[0].Kind != sdk.PermissionOptionKindAllowAlways {
+		t.Fatalf("trust question %+v", q)
+	}
+	if err := h.conn.Cancel(context.Background(), sdk.CancelNotification{SessionId: sid}); err != nil {
+		t.Fatal(err)
+	}
+	answer <- sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeCancelled()}
+	if a := <-asked; a != acp.TrustNo {
+		t.Fatalf("a cancelled question answered %v", a)
+	}
+	if r := <-done; r.StopReason != sdk.StopReasonCancelled {
+		t.Fatalf("stop reason %s", r.StopReason)
+	}
+	// The next prompt runs; the question is not asked again.
+	r, err := h.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: text("again")})
+	if err != nil || r.StopReason != sdk.StopReasonEndTurn {
+		t.Fatalf("second prompt: %v %v", r.StopReason, err)
+	}
+	if turns, _ := checkLog(t, h.st, string(sid)).Turn(); turns != 1 {
+		t.Fatalf("%d turns, want 1 (the cancelled prompt ran none)", turns)
 	}
 }

@@ -73,7 +73,9 @@ func newSession(srv *Server, cwd string) *sess {
 }
 
 func (s *sess) opened(op *Opened) {
+	s.mu.Lock()
 	s.op, s.ag = op, op.Agent
+	s.mu.Unlock()
 }
 
 // ensure starts a new session's agent at its first use, applying a mode
@@ -392,18 +394,17 @@ func (s *sess) close(ctx context.Context) error {
 	return err
 }
 
-// cancel cancels the running prompt.
+// cancel cancels the running prompt: its turn, its admission, or its
+// start (a prompt whose agent is still starting answers cancelled without
+// running). It never waits for a start in progress.
 func (s *sess) cancel() {
-	if !s.started() {
-		return
-	}
 	s.mu.Lock()
-	running := len(s.waiters) > 0
-	if running {
-		s.cancelled = true
-	}
+	s.cancelled = true
+	ag := s.ag
 	s.mu.Unlock()
-	s.ag.Cancel(session.CauseUser, agent.CancelOptions{})
+	if ag != nil {
+		ag.Cancel(session.CauseUser, agent.CancelOptions{})
+	}
 }
 
 // commands are the slash commands rein offers.
@@ -454,13 +455,19 @@ func (s *sess) prompt(p sdk.PromptRequest) (sdk.PromptResponse, error) {
 		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 	}
 	defer func() { <-s.sem }()
+	s.mu.Lock()
+	s.cancelled = false // a cancel from before this prompt is not for it
+	s.mu.Unlock()
 	if err := s.ensure(s.srv.ctx); err != nil {
 		return sdk.PromptResponse{}, err
 	}
 	s.announce()
 	s.mu.Lock()
-	s.cancelled = false
+	cancelled := s.cancelled
 	s.mu.Unlock()
+	if cancelled { // while the agent started (the trust question)
+		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
+	}
 
 	if name, input, ok := command(p.Prompt); ok {
 		return s.runCommand(name, input)
@@ -520,7 +527,7 @@ func (s *sess) prompt(p sdk.PromptRequest) (sdk.PromptResponse, error) {
 		return sdk.PromptResponse{StopReason: sdk.StopReasonCancelled}, nil
 	}
 	s.mu.Lock()
-	cancelled := s.cancelled
+	cancelled = s.cancelled
 	s.mu.Unlock()
 	resp := sdk.PromptResponse{UserMessageId: &id}
 	switch {
