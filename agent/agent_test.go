@@ -550,3 +550,61 @@ func TestCompactionInstructionsAreLogged(t *testing.T) {
 		t.Errorf("compaction/start does not record the instructions: %v", cs)
 	}
 }
+
+// A tool set and a system section that change between steps (as MCP
+// servers come up) reach the model only through a logged request/header:
+// the checked provider compares every request with the log.
+func TestToolSetChangeAtStepBoundaryIsLogged(t *testing.T) {
+	reg, err := tool.NewRegistry(probe("p", tool.Exclusive, func(context.Context, tool.Call) (tool.Result, error) { return tool.TextResult("ok"), nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	instructions := ""
+	steps := 0
+	sync := func(ctx context.Context, in agent.StepInfo, next func(context.Context, agent.StepInfo) ([]agent.AdditionalContext, error)) ([]agent.AdditionalContext, error) {
+		steps++
+		if steps == 2 {
+			if err := reg.Sync("x__", []tool.Tool{probe("x__late", tool.Parallel, nil)}); err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			instructions = "Use x__late."
+			mu.Unlock()
+		}
+		return next(ctx, in)
+	}
+	var sawLate bool
+	h := newHarness(t, []scripted.Call{
+		scripted.UseTools(scripted.ToolCall{ID: "c1", Name: "p", Arguments: `{}`}),
+		{Match: func(req *llm.Request) error {
+			for _, s := range req.Tools {
+				sawLate = sawLate || s.Name == "x__late"
+			}
+			if !strings.HasSuffix(req.System, "Use x__late.") {
+				return errorsf("system prompt %q lacks the new section", req.System)
+			}
+			return nil
+		}, Reply: scripted.Reply{Text: []string{"done"}}},
+	}, func(x *harness) {
+		x.cfg.Tools = reg
+		x.cfg.System = append(x.cfg.System, agent.Section{Name: "late", Dynamic: func() string {
+			mu.Lock()
+			defer mu.Unlock()
+			return instructions
+		}})
+		x.cfg.Hooks.BeforeStep = []agent.Hook[agent.StepInfo, []agent.AdditionalContext]{sync}
+	})
+	h.send("go")
+	h.idle()
+	if !sawLate {
+		t.Fatal("the second request did not offer the tool added at its boundary")
+	}
+	var hdrs []*session.RequestHeader
+	for _, ev := range findType(h.events(), session.TypeRequestHeader) {
+		hdrs = append(hdrs, ev.MustDecode().(*session.RequestHeader))
+	}
+	if len(hdrs) != 2 || hdrs[1].Reason != session.HeaderChange || hdrs[1].Step != 2 || len(hdrs[1].Tools) != 2 {
+		t.Fatalf("headers %s, want initial then a change at step 2 with both tools", js(hdrs))
+	}
+}

@@ -70,6 +70,13 @@ type Config struct {
 type Section struct {
 	Name string
 	Text string
+	// Dynamic, when set, gives the section's text instead of Text each
+	// time a request is derived. It runs on the owner goroutine: it must
+	// return at once and must not call the agent. A change shows in the
+	// next request/header like any change of the system prompt; change
+	// what it returns only between steps (from a BeforeStep hook), so that
+	// the retries of one step send the same prompt.
+	Dynamic func() string
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -111,13 +118,17 @@ func (c *Config) withDefaults() (Config, error) {
 func (c *Config) system() string {
 	var b strings.Builder
 	for _, s := range c.System {
-		if strings.TrimSpace(s.Text) == "" {
+		text := s.Text
+		if s.Dynamic != nil {
+			text = s.Dynamic()
+		}
+		if strings.TrimSpace(text) == "" {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
 		}
-		b.WriteString(s.Text)
+		b.WriteString(text)
 	}
 	return b.String()
 }

@@ -115,8 +115,16 @@ const (
 	KindWrite
 	// KindShell runs a shell script; its command is the rule subject.
 	KindShell
-	// KindSafe has no effect outside the session (todo).
+	// KindSafe has no effect outside the session (todo), or is declared
+	// not to change anything (an MCP tool its server annotates
+	// readOnlyHint): allowed in every mode unless a rule says otherwise.
 	KindSafe
+	// KindExternal acts beyond the workspace in ways the policy cannot
+	// read or confine (an MCP tool its server does not annotate as
+	// read-only): asked in read-only and workspace-write modes (an allow
+	// rule lifts the question), allowed in full-access. Tools named
+	// "mcp__…" that Kinds and Classify do not know are of this kind.
+	KindExternal
 )
 
 // toolInfo says how to read a built-in tool's arguments.
@@ -152,20 +160,41 @@ type Policy struct {
 	// and KindWrite tools the subject is the "path" or "file_path"
 	// argument, for KindShell the "command" argument.
 	Kinds map[string]Kind
+	// Classify, when set, classifies tools that Kinds does not name and
+	// that come and go while the policy is in use (MCP tools appear as
+	// their servers start). It must be safe for concurrent use and return
+	// at once.
+	Classify func(name string) (Kind, bool)
+}
+
+// infoOf says where the subject of a tool of kind k is.
+func (p *Policy) infoOf(k Kind) toolInfo {
+	switch k {
+	case KindShell:
+		return toolInfo{k, "command"}
+	case KindRead, KindWrite:
+		return toolInfo{k, "path|file_path"}
+	}
+	return toolInfo{k, ""}
 }
 
 func (p *Policy) info(name string) toolInfo {
 	if k, ok := p.Kinds[name]; ok {
-		switch k {
-		case KindShell:
-			return toolInfo{k, "command"}
-		case KindRead, KindWrite:
-			return toolInfo{k, "path|file_path"}
+		return p.infoOf(k)
+	}
+	if p.Classify != nil {
+		if k, ok := p.Classify(name); ok {
+			if k == KindRead || k == KindWrite || k == KindShell {
+				return p.infoOf(k)
+			}
+			return toolInfo{k, ""}
 		}
-		return toolInfo{k, ""}
 	}
 	if ti, ok := builtin[name]; ok {
 		return ti
+	}
+	if strings.HasPrefix(strings.ToLower(name), "mcp__") {
+		return toolInfo{KindExternal, ""}
 	}
 	return toolInfo{KindOther, ""}
 }
@@ -309,6 +338,9 @@ func (p *Policy) modeVerdict(c *call) (d Decision, hard bool) {
 			return Decision{Ask, by, "shell commands need approval in read-only mode"}, false
 		}
 		return Decision{Ask, by, fmt.Sprintf("%s is not known to be read-only, and the session is read-only", c.tool)}, false
+	}
+	if c.kind == KindExternal {
+		return Decision{Ask, by, fmt.Sprintf("%s is not annotated read-only by its MCP server: its effects are outside what rein can check", c.tool)}, false
 	}
 	if unknown != "" {
 		return Decision{Ask, by, unknown}, false

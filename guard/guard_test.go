@@ -452,3 +452,40 @@ func TestResolvePath(t *testing.T) {
 		t.Errorf("loop: %+v", d)
 	}
 }
+
+// MCP tools: asked unless their server says they are read-only (Classify),
+// allowed in full-access; rules by server or tool decide before the mode.
+func TestMCPToolKinds(t *testing.T) {
+	root, _ := workspace(t)
+	classify := func(name string) (Kind, bool) {
+		switch name {
+		case "mcp__docs__search":
+			return KindSafe, true
+		case "mcp__github__create_issue", "mcp__github__merge":
+			return KindExternal, true
+		}
+		return 0, false
+	}
+	ws := &Policy{Root: root, Classify: classify, Rules: rules(t, []string{"mcp__github__create_issue"}, nil, []string{"mcp__github__merge"})}
+	runChecks(t, ws, []check{
+		{"mcp__docs__search", js("q", "x"), Allow, "mode:workspace-write"},
+		{"mcp__github__create_issue", js(), Allow, "rule:mcp__github__create_issue"},
+		{"mcp__github__merge", js(), Deny, "rule:mcp__github__merge"},
+		{"mcp__unknown__tool", js(), Ask, "mode:workspace-write"}, // not classified: still an MCP tool
+		{"mcp__github__close", js(), Ask, "mode:workspace-write"},
+	})
+	ro := &Policy{Mode: ReadOnly, Root: root, Classify: classify, Rules: rules(t, []string{"mcp__github"}, nil, nil)}
+	runChecks(t, ro, []check{
+		{"mcp__docs__search", js(), Allow, "mode:read-only"},
+		{"mcp__github__close", js(), Allow, "rule:mcp__github"},
+		{"mcp__other__x", js(), Ask, "mode:read-only"},
+	})
+	full := &Policy{Mode: FullAccess, Root: root, Classify: classify, Rules: rules(t, nil, []string{"mcp__github__*"}, nil)}
+	runChecks(t, full, []check{
+		{"mcp__other__x", js(), Allow, "mode:full-access"},
+		{"mcp__github__close", js(), Ask, "rule:mcp__github__*"},
+	})
+	if d := ws.Decide("mcp__github__close", js()); !strings.Contains(d.Reason, "not annotated read-only") {
+		t.Errorf("reason %q does not say why it asks", d.Reason)
+	}
+}

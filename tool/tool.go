@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/reinhq/rein/llm"
@@ -173,6 +174,54 @@ func (r *Registry) Register(t Tool) error {
 	}
 	r.index[name] = len(r.tools)
 	r.tools = append(r.tools, t)
+	return nil
+}
+
+// Sync makes the registered tools whose names start with prefix exactly
+// tools, in one step: a tool whose name stays keeps its place (the new
+// value replaces the old), tools no longer listed are removed, new ones are
+// appended in the order given. Tools outside prefix are untouched. Every
+// name in tools must start with prefix and be unique; otherwise Sync
+// changes nothing and returns an error.
+//
+// A tool set that changes while an agent runs must change only between
+// steps (a BeforeStep hook), so that the tools a step's calls run are the
+// ones its request offered; the agent records the new set in the next
+// request/header.
+func (r *Registry) Sync(prefix string, tools []Tool) error {
+	want := make(map[string]Tool, len(tools))
+	for _, t := range tools {
+		name := t.Spec().Name
+		if !strings.HasPrefix(name, prefix) || name == "" {
+			return fmt.Errorf("tool: sync %q: %q is outside the prefix", prefix, name)
+		}
+		if _, dup := want[name]; dup {
+			return fmt.Errorf("tool: sync %q: %q listed twice", prefix, name)
+		}
+		want[name] = t
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.tools[:0:0]
+	for _, t := range r.tools {
+		name := t.Spec().Name
+		if !strings.HasPrefix(name, prefix) {
+			kept = append(kept, t)
+		} else if nt, ok := want[name]; ok {
+			kept = append(kept, nt)
+			delete(want, name)
+		}
+	}
+	for _, t := range tools {
+		if _, ok := want[t.Spec().Name]; ok {
+			kept = append(kept, t)
+		}
+	}
+	r.tools = kept
+	r.index = make(map[string]int, len(kept))
+	for i, t := range kept {
+		r.index[t.Spec().Name] = i
+	}
 	return nil
 }
 
