@@ -11,7 +11,7 @@ const module = "github.com/reinhq/rein"
 // allowed maps a package (or a subtree, written "pkg/...") to the rein
 // packages it may import, as DESIGN.md §2 lays out the floors:
 // llm, session, sandbox, redact, trust -> tool, store, transcript -> agent,
-// guard -> hook, acp, tui -> cmd/rein. No arrow runs back up. The most
+// guard, mcp -> hook, acp, tui -> cmd/rein. No arrow runs back up. The most
 // specific entry wins.
 var allowed = map[string][]string{
 	"llm":              {},
@@ -34,6 +34,7 @@ var allowed = map[string][]string{
 	"transcript":       {"session", "llm"},
 	"agent":            {"session", "llm", "store", "tool", "redact"},
 	"guard":            {"tool", "llm"},
+	"mcp":              {"tool", "llm"},
 	"hook":             {"agent", "session", "llm", "tool", "sandbox"},
 	"acp":              {"agent", "transcript", "session", "llm", "store", "tool"},
 	"tui":              {"agent", "transcript", "session", "llm"},

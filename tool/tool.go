@@ -262,3 +262,23 @@ func (r *Registry) Names() []string {
 	}
 	return slices.Clip(names)
 }
+
+// SafeName makes s usable as a part of a file name (a session or call id
+// in the name of a file that holds a call's full output): characters
+// other than letters, digits, "-", "_" and "." become "_", and it is cut
+// to 64 bytes; "" becomes "x".
+func SafeName(s string) string {
+	if s == "" {
+		return "x"
+	}
+	b := []byte(s)
+	for i, ch := range b {
+		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_' || ch == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}

@@ -174,7 +174,7 @@ func (b *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	}
 	env := append(b.opts.Env.Environ(environ, tool.ForModel), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
 
-	col := &collector{max: b.opts.MaxOutput, spillDir: filepath.Join(b.opts.TempDir, "rein-"+safeName(call.Env.SessionID)), callID: safeName(call.ID)}
+	col := &collector{max: b.opts.MaxOutput, spillDir: filepath.Join(b.opts.TempDir, "rein-"+tool.SafeName(call.Env.SessionID)), callID: tool.SafeName(call.ID)}
 	defer col.close()
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -412,23 +412,6 @@ func (c *collector) finish(meta *Meta) string {
 	}
 	return fmt.Sprintf("%s\n[... %d bytes of %d omitted; %s ...]\n%s",
 		strings.ToValidUTF8(string(c.buf), "\uFFFD"), omitted, c.total, where, strings.ToValidUTF8(string(tail), "\uFFFD"))
-}
-
-// safeName makes s usable as a file-name part.
-func safeName(s string) string {
-	if s == "" {
-		return "x"
-	}
-	b := []byte(s)
-	for i, ch := range b {
-		if !(ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9' || ch == '-' || ch == '_' || ch == '.') {
-			b[i] = '_'
-		}
-	}
-	if len(b) > 64 {
-		b = b[:64]
-	}
-	return string(b)
 }
 
 var signalNames = map[syscall.Signal]string{
