@@ -97,13 +97,18 @@ type Config struct {
 	// $REIN_HOME, a directory for a JSONL store there, or a postgres://
 	// (postgresql://) URL for a PostgreSQL store.
 	Store string
+	// MCPServers are the [mcp_servers] tables, by name; a later layer's
+	// server replaces an earlier one of the same name. A workspace file's
+	// servers are held (see Held) until the workspace is trusted.
+	MCPServers []MCPServer
 
 	origins     map[string]string
 	layers      map[string]Layer
 	listOrigins []Setting
 	held        []Held
-	ignored     []Setting // workspace settings never applied (store)
-	keyEnvs     []string  // every api_key_env named by any file
+	ignored     []Setting   // workspace settings never applied (store)
+	heldMCP     []MCPServer // the workspace file's [mcp_servers], until trusted
+	keyEnvs     []string    // every api_key_env named by any file
 }
 
 // Permissions are rules in Claude Code's syntax (Bash(git status:*),
@@ -151,7 +156,8 @@ type Held struct {
 	// Key is the setting: "providers.NAME.base_url",
 	// "providers.NAME.api_key_env", "providers.NAME.headers.HEADER",
 	// "permission_mode", "permissions.allow", "sandbox.writable_roots",
-	// "sandbox.network_access" or "env.keep".
+	// "sandbox.network_access", "env.keep" or "mcp_servers.NAME" (Value
+	// is then the server's command line or URL).
 	Key    string
 	Value  string
 	Origin string
@@ -171,15 +177,16 @@ type Provider struct {
 
 // file is the TOML shape; pointers tell "absent" from "zero".
 type file struct {
-	Model              *string             `toml:"model"`
-	PermissionMode     *string             `toml:"permission_mode"`
-	ContextWindow      *int                `toml:"context_window"`
-	InstructionsBudget *int                `toml:"instructions_budget"`
-	Providers          map[string]Provider `toml:"providers"`
-	Sandbox            *sandboxFile        `toml:"sandbox"`
-	Permissions        *Permissions        `toml:"permissions"`
-	Env                *EnvConfig          `toml:"env"`
-	Store              *string             `toml:"store"`
+	Model              *string              `toml:"model"`
+	PermissionMode     *string              `toml:"permission_mode"`
+	ContextWindow      *int                 `toml:"context_window"`
+	InstructionsBudget *int                 `toml:"instructions_budget"`
+	Providers          map[string]Provider  `toml:"providers"`
+	Sandbox            *sandboxFile         `toml:"sandbox"`
+	Permissions        *Permissions         `toml:"permissions"`
+	Env                *EnvConfig           `toml:"env"`
+	Store              *string              `toml:"store"`
+	MCPServers         map[string]MCPServer `toml:"mcp_servers"`
 }
 
 // Setting is one effective value and where it came from: "default",
@@ -408,6 +415,9 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 			}
 		}
 	}
+	if err := c.applyMCP(f.MCPServers, at, layer == LayerProject); err != nil {
+		return err
+	}
 	if f.Env != nil {
 		for _, l := range []struct {
 			key string
@@ -550,6 +560,8 @@ func (c *Config) ApplyHeld() {
 		switch {
 		case h.provider != "":
 			c.setProvider(h.provider, h.field, h.Value, h.Origin, LayerProject)
+		case strings.HasPrefix(h.Key, "mcp_servers."):
+			c.applyHeldMCP(strings.TrimPrefix(h.Key, "mcp_servers."))
 		case slices.Contains(widens, h.Key):
 			list, _ := c.list(h.Key, h.Value, h.Origin) // validated when held
 			c.appendList(list, h.Key, h.Value, h.Origin)
@@ -643,6 +655,7 @@ func (c *Config) Settings() []Setting {
 	}
 	// One line per list entry, so each shows where it came from.
 	out = append(out, c.listOrigins...)
+	out = append(out, c.mcpSettings()...)
 	for _, n := range slices.Sorted(maps.Keys(c.Providers)) {
 		p := c.Providers[n]
 		if p.BaseURL != "" {
@@ -713,6 +726,9 @@ func keyLines(data []byte) map[string]int {
 		if strings.HasPrefix(line, "[") && !strings.HasPrefix(line, "[[") {
 			if end := strings.IndexByte(line, ']'); end > 0 {
 				table = unquoteKey(line[1:end])
+				if _, ok := out[table]; !ok {
+					out[table] = n
+				}
 			}
 			continue
 		}

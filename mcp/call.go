@@ -163,10 +163,7 @@ func (t *mcpTool) callError(ctx, cctx context.Context, c *conn, err error, timeo
 	case <-time.After(time.Second):
 	}
 	if c.proc != nil {
-		select {
-		case <-c.proc.done:
-		case <-time.After(time.Second):
-		}
+		c.proc.settle(time.Second)
 		if ex := c.proc.exited(); ex != "" {
 			why = ex
 		}

@@ -101,8 +101,11 @@ type Options struct {
 	// HTTPClient is the base client of HTTP and SSE servers (default
 	// http.DefaultClient's transport).
 	HTTPClient *http.Client
-	// Getenv reads bearer_token_env variables (default os.Getenv).
-	Getenv func(string) string
+	// Lookup resolves the ${VAR} references of the servers' configuration
+	// (see ServerConfig.Expand) and their bearer_token_env variables
+	// (default os.LookupEnv). A caller that must keep some variables from
+	// servers (rein's own API keys) answers false for them.
+	Lookup func(string) (string, bool)
 	// Version is rein's version, sent to servers in initialize.
 	Version string
 	// MaxRestarts (default DefaultMaxRestarts) and Backoff (default
@@ -193,8 +196,8 @@ func Start(opts Options) *Manager {
 	if opts.InstructionsBudget == 0 {
 		opts.InstructionsBudget = DefaultInstructionsBudget
 	}
-	if opts.Getenv == nil {
-		opts.Getenv = os.Getenv
+	if opts.Lookup == nil {
+		opts.Lookup = os.LookupEnv
 	}
 	if opts.MaxRestarts <= 0 {
 		opts.MaxRestarts = DefaultMaxRestarts
@@ -215,16 +218,19 @@ func Start(opts Options) *Manager {
 	m := &Manager{opts: opts, ctx: ctx, cancel: cancel, started: time.Now(), sink: &logSink{w: opts.Log, max: maxLog}}
 	seen := map[string]bool{}
 	for _, cfg := range opts.Servers {
+		cfg, xerr := cfg.Expand(opts.Lookup)
 		s := &server{m: m, cfg: cfg, log: &serverLog{sink: m.sink, name: cfg.Name}, refresh: make(chan struct{}, 1),
 			state: Starting, changed: make(chan struct{})}
 		m.servers = append(m.servers, s)
 		switch err := cfg.Validate(); {
+		case cfg.Disabled:
+			s.state, s.settled = Disabled, true
+		case xerr != nil:
+			s.state, s.err, s.settled = Failed, xerr.Error(), true
 		case err != nil:
 			s.state, s.err, s.settled = Failed, err.Error(), true
 		case seen[cfg.Name]:
 			s.state, s.err, s.settled = Failed, fmt.Sprintf("another server is already called %q", cfg.Name), true
-		case cfg.Disabled:
-			s.state, s.settled = Disabled, true
 		default:
 			m.wg.Add(1)
 			go s.run()
@@ -602,20 +608,15 @@ var (
 func (s *server) startError(ctx context.Context, err error, p *proc) error {
 	if p != nil && err != nil {
 		// The process is probably exiting: give it a moment, so the
-		// message can say how it ended.
-		t := time.NewTimer(500 * time.Millisecond)
-		select {
-		case <-p.done:
-		case <-t.C:
-		}
-		t.Stop()
+		// message can say how it ended and what it said.
+		p.settle(500 * time.Millisecond)
 	}
 	var why string
 	switch {
 	case err != nil && (strings.Contains(err.Error(), "invalid character") || strings.Contains(err.Error(), "looking for beginning")):
 		why = "it wrote something that is not JSON-RPC on stdout: " + err.Error()
 	case p != nil && p.exited() != "":
-		why = fmt.Sprintf("it %s before it finished starting", p.exited())
+		why = fmt.Sprintf("it stopped (%s) before it finished starting", p.exited())
 	case errors.Is(context.Cause(ctx), errStartTimeout):
 		why = fmt.Sprintf("it did not finish starting within %s", s.connectLimit())
 	case err != nil:
@@ -660,7 +661,7 @@ func (s *server) httpClient() (*http.Client, error) {
 		h.Set(k, v)
 	}
 	if name := s.cfg.BearerTokenEnv; name != "" {
-		tok := s.m.opts.Getenv(name)
+		tok, _ := s.m.opts.Lookup(name)
 		if tok == "" {
 			return nil, fmt.Errorf("bearer_token_env %s is not set", name)
 		}
@@ -801,9 +802,12 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 // endError says why a running server's connection ended.
 func (s *server) endError(err error, p *proc) error {
 	why := "the connection closed"
+	if p != nil {
+		p.settle(500 * time.Millisecond)
+	}
 	switch {
 	case p != nil && p.exited() != "":
-		why = "it " + p.exited()
+		why = "it stopped (" + p.exited() + ")"
 	case err != nil:
 		why = "the connection failed: " + err.Error()
 	}

@@ -323,7 +323,9 @@ func TestStartFailures(t *testing.T) {
 		{Name: "bad name!", Command: "x"},
 		{Name: "both", Command: "x", URL: "http://localhost:1/"},
 		{Name: "off", Command: "x", Disabled: true},
+		{Name: "unset", Command: "x", Args: []string{"--token=${REIN_TEST_NOPE}"}},
 		testServerConfig(t, "ok"),
+		{Name: "ok", Command: "x"},
 	}})
 	began := time.Now()
 	f.sync()
@@ -331,11 +333,12 @@ func TestStartFailures(t *testing.T) {
 		t.Errorf("the first Sync waited %s for a server that hangs (startup timeout 300ms)", d)
 	}
 	for name, want := range map[string][]string{
-		"exits":     {"exit status 2 before it finished starting", "GITHUB_TOKEN is not set"},
+		"exits":     {"stopped (exit status 2) before it finished starting", "GITHUB_TOKEN is not set"},
 		"garbage":   {"not JSON-RPC"},
 		"missing":   {"cannot start /nonexistent/mcp-server"},
 		"bad name!": {"the name must be"},
 		"both":      {"command, args, env and cwd are for stdio servers"},
+		"unset":     {"environment variable not set: ${REIN_TEST_NOPE}"},
 	} {
 		st := f.status(name)
 		if st.State != Failed {
@@ -355,6 +358,9 @@ func TestStartFailures(t *testing.T) {
 	}
 	if st := f.status("ok"); st.State != Ready {
 		t.Errorf("ok: %+v", st)
+	}
+	if all := f.m.Status(); !strings.Contains(all[len(all)-1].Error, `another server is already called "ok"`) {
+		t.Errorf("duplicate name: %+v", all[len(all)-1])
 	}
 	if _, ok := f.reg.Lookup("mcp__ok__echo"); !ok {
 		t.Errorf("the good server's tools are missing: %v", f.reg.Names())

@@ -142,7 +142,7 @@ func TestEverythingServerHTTPAndSSE(t *testing.T) {
 		{Name: "legacy", Type: SSE, URL: fmt.Sprintf("http://127.0.0.1:%d/sse", ssePort)},
 		{Name: "nobody", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", freePort(t)), StartupTimeout: time.Second},
 		{Name: "token", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", httpPort), BearerTokenEnv: "REIN_TEST_UNSET_TOKEN"},
-	}, Getenv: func(string) string { return "" }})
+	}, Lookup: func(string) (string, bool) { return "", false }})
 	f.sync()
 	for _, name := range []string{"streamable", "legacy"} {
 		if st := f.status(name); st.State != Ready {

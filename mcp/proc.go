@@ -26,7 +26,7 @@ type proc struct {
 	done   chan struct{}
 	err    error // the process's exit, set before done closes
 	tail   *tail
-	logged sync.WaitGroup // the stderr copier
+	logged chan struct{} // closed when stderr has been read to its end
 }
 
 // startProc starts cfg's command in dir with environ plus cfg.Env. The
@@ -72,10 +72,9 @@ func startProc(cfg ServerConfig, dir string, environ []string, log *serverLog) (
 		errR.Close()
 		return nil, err
 	}
-	p := &proc{cmd: cmd, stdin: inW, stdout: outR, done: make(chan struct{}), tail: &tail{}}
-	p.logged.Add(1)
+	p := &proc{cmd: cmd, stdin: inW, stdout: outR, done: make(chan struct{}), tail: &tail{}, logged: make(chan struct{})}
 	go func() {
-		defer p.logged.Done()
+		defer close(p.logged)
 		defer errR.Close()
 		sc := bufio.NewScanner(errR)
 		sc.Buffer(make([]byte, 0, 4096), 1<<20)
@@ -92,13 +91,13 @@ func startProc(cfg ServerConfig, dir string, environ []string, log *serverLog) (
 	return p, nil
 }
 
-// exited returns the process's exit as text ("exit status 1", "signal:
-// killed") once it has exited, else "".
+// exited returns how the process ended ("exit status 1", "signal:
+// killed") once it has, else "".
 func (p *proc) exited() string {
 	select {
 	case <-p.done:
 		if p.err == nil {
-			return "exited with status 0"
+			return "exit status 0"
 		}
 		var ee *exec.ExitError
 		if errors.As(p.err, &ee) {
@@ -137,7 +136,21 @@ func (p *proc) stop(grace time.Duration) {
 	// Whatever the process left behind in its group goes too.
 	signalGroup(p.cmd, true)
 	p.stdout.Close()
-	p.logged.Wait()
+	<-p.logged
+}
+
+// settle waits (at most d) for the process to exit and its stderr to be
+// read, so that a message about it can say how it ended and what it said.
+func (p *proc) settle(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for _, ch := range []chan struct{}{p.done, p.logged} {
+		select {
+		case <-ch:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // mergeEnv returns environ with the entries of extra set (replacing the
