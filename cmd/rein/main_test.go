@@ -25,7 +25,8 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(stopPostgres{m}, map[string]func(){
-		"rein": func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"rein":          func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"rein-test-mcp": testMCPServer,
 	})
 }
 

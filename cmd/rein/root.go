@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/reinhq/rein/config"
+	"github.com/reinhq/rein/guard"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/store"
@@ -50,6 +51,9 @@ type app struct {
 	root string
 	// sandboxes are the OS sandboxes built for session directories.
 	sandboxes map[string]*sandbox.Sandbox
+	// mcpKinds classifies the MCP tools of the session being run for the
+	// permission policy (set once its servers start).
+	mcpKinds  func(string) (guard.Kind, bool)
 	noDumpErr error
 	// decisions are the trust decisions of this run, by workspace key.
 	decisions map[string]trust.Decision
@@ -161,9 +165,9 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 	f.StringArrayVar(&a.deny, "deny", nil, "deny tool calls matching `RULE`, e.g. 'Bash(rm -rf*)' or 'Read(~/.ssh/**)' (repeatable; adds to [permissions] deny)")
 	f.BoolVar(&a.networkAccess, "network-access", false, "let bash and hooks use the network in the read-only and workspace-write sandboxes (sandbox.network_access)")
 	f.BoolVarP(&a.verbose, "verbose", "v", false, "debug logging (slog) to stderr")
-	f.BoolVar(&a.trustOnce, "trust", false, "apply this workspace's own hooks, provider URLs, allow rules and other trust-relevant settings for this run only (see 'rein trust')")
+	f.BoolVar(&a.trustOnce, "trust", false, "apply this workspace's own hooks, provider URLs, allow rules, MCP servers and other trust-relevant settings for this run only (see 'rein trust')")
 	f.StringVar(&a.storeSpec, "store", "", "where sessions are kept: a directory (JSONL files) or a postgres:// URL (default from config: $REIN_HOME)")
-	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd(), a.trustCmd(), a.storeCmd(), a.acpCmd())
+	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd(), a.trustCmd(), a.storeCmd(), a.acpCmd(), a.mcpCmd())
 	return root
 }
 

@@ -186,6 +186,16 @@ func (a *app) run(ctx context.Context, f runFlags, args []string) (err error) {
 		Redactor: a.red,
 	}
 	a.configureCompaction(&cfg, model.ContextWindow)
+	sid := id
+	if sid == "" {
+		sid = agent.NewULID("s")
+		cfg.SessionID = sid
+	}
+	servers, err := a.startMCP(ctx, dir, mcpLogPath(st, sid), model, &cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer servers.Close()
 
 	var ag *agent.Agent
 	if id == "" {

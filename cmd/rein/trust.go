@@ -141,6 +141,7 @@ func (a *app) trustWorkspace(ctx context.Context, dir string) (*hook.Config, err
 		roots = append(roots, hookRoot)
 	}
 	items[hookRoot] = append(items[hookRoot], hookItems(hc, hookRoot)...)
+	items[hookRoot] = append(items[hookRoot], mcpFileItems(hookRoot)...)
 	for _, root := range roots {
 		d := a.decide(ctx, root, items[root], true)
 		if !d.Apply {
@@ -198,7 +199,7 @@ func (a *app) projectItems(root string) ([]trust.Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(configItems(cfg, root), hookItems(hc, root)...), nil
+	return slices.Concat(configItems(cfg, root), hookItems(hc, root), mcpFileItems(root)), nil
 }
 
 func (a *app) trustCmd() *cobra.Command {
@@ -218,6 +219,7 @@ send your API key elsewhere or widen permissions:
   - [permissions] allow rules
   - [sandbox] writable_roots and network_access = true
   - [env] keep patterns
+  - MCP servers: [mcp_servers] in .rein/config.toml, and .mcp.json
 
 Everything else (model, context window, instructions) applies either way.
 A headless run names what it ignored on stderr; in a terminal rein asks once.

@@ -128,6 +128,7 @@ func (a *app) policy(dir string) (*guard.Policy, error) {
 	if err != nil {
 		return nil, exitWith(ExitUsage, fmt.Errorf("%w (rules come from %s)", err, a.ruleOrigins()))
 	}
+	p.Classify = a.classify
 	return p, nil
 }
 
