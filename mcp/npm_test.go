@@ -22,23 +22,29 @@ import (
 // CI, where it fails: there the servers must be installed.
 func npmBin(t *testing.T, name string) string {
 	t.Helper()
-	skip := func(why string) {
+	bin, err := npmPath(name)
+	if err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("%s (CI must install the reference MCP servers: npm ci in mcp/testdata/npm)", why)
+			t.Fatalf("%v (CI must install the reference MCP servers: npm ci in mcp/testdata/npm)", err)
 		}
-		t.Skip(why + "; run 'npm ci' in mcp/testdata/npm to test against the reference MCP servers")
+		t.Skip(err)
 	}
+	return bin
+}
+
+// npmPath finds an installed server's binary, or says why it cannot.
+func npmPath(name string) (string, error) {
 	if _, err := exec.LookPath("node"); err != nil {
-		skip("node is not installed")
+		return "", fmt.Errorf("node is not installed; install it and run 'npm ci' in mcp/testdata/npm to test against the reference MCP servers")
 	}
 	bin, err := filepath.Abs(filepath.Join("testdata", "npm", "node_modules", ".bin", name))
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	if _, err := os.Stat(bin); err != nil {
-		skip(name + " is not installed")
+		return "", fmt.Errorf("%s is not installed; run 'npm ci' in mcp/testdata/npm to test against the reference MCP servers", name)
 	}
-	return bin
+	return bin, nil
 }
 
 // npmEnviron is what the npm servers get: enough to find node.
