@@ -68,7 +68,8 @@ func (a *app) mcpServers(ctx context.Context, dir string) ([]mcpServer, error) {
 	root := a.workspaceRoot(dir)
 	servers, warnings, err := mcp.LoadProjectFile(filepath.Join(root, mcpProjectFile))
 	if err != nil {
-		return nil, err
+		// A repository's broken file must not stop rein: say so, go on.
+		a.log.Warn("MCP servers of the workspace skipped", "err", err)
 	}
 	for _, w := range warnings {
 		a.log.Warn(w)
@@ -329,7 +330,12 @@ func (a *app) probe(ctx context.Context, only string) ([]mcp.Status, []mcpServer
 				State: "held", Error: s.held, Tools: []mcp.ToolInfo{}})
 			continue
 		}
-		out = append(out, live[s.cfg.Name])
+		st := live[s.cfg.Name]
+		if st.State == mcp.Starting {
+			st.Error = fmt.Sprintf("no answer within its startup_timeout (%s); a session would go on without it and add its tools when it is ready (a first npx download can take longer: raise startup_timeout)",
+				orDefault(s.cfg.StartupTimeout, mcp.DefaultStartupTimeout))
+		}
+		out = append(out, st)
 	}
 	return out, servers, nil
 }

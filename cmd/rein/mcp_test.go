@@ -11,9 +11,13 @@ import (
 
 // testMCPServer is the stdio MCP server the scripts start (as the command
 // "rein-test-mcp"): echo (annotated read-only), note (writes note.txt in
-// its working directory; not read-only), and instructions.
+// its working directory; not read-only), and instructions. With --hang it
+// never answers.
 func testMCPServer() {
 	fmt.Fprintln(os.Stderr, "rein-test-mcp: up")
+	if len(os.Args) > 1 && os.Args[1] == "--hang" {
+		select {} // never answers initialize
+	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "rein-test-mcp", Version: "0.1"}, &sdk.ServerOptions{Instructions: "Notes go through the note tool."})
 	schema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
 	text := func(req *sdk.CallToolRequest) string {
