@@ -110,15 +110,18 @@ type OpenRequest struct {
 	// Terminal, when set, runs commands in the client's terminals
 	// (terminal/*); use it for the bash tool.
 	Terminal *Terminal
-	// MCPServers are the MCP servers the client asked for, passed through
-	// unchanged for whoever can start them (rein advertises no MCP
-	// transport yet, so a client sends only stdio servers).
+	// MCPServers are the MCP servers the client asked for (stdio, and
+	// http and sse, which initialize advertises), passed through unchanged
+	// for Open to start with the session.
 	MCPServers []sdk.McpServer
 }
 
 // Opened is a started session.
 type Opened struct {
 	Agent *agent.Agent
+	// Close, when set, is called after the agent has closed, to release
+	// what was started with it (the session's MCP servers).
+	Close func() error
 	// SetMode switches the session's permission mode to one of
 	// Config.Modes.
 	SetMode func(id string) error
@@ -241,6 +244,7 @@ func (s *Server) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Ini
 		AgentCapabilities: sdk.AgentCapabilities{
 			LoadSession:         true,
 			PromptCapabilities:  sdk.PromptCapabilities{Image: s.cfg.Images, EmbeddedContext: true},
+			McpCapabilities:     sdk.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: sc,
 			Meta:                map[string]any{"rein": map[string]any{"steer": true, "inject": true, "expectedTurn": true}},
 		},

@@ -379,6 +379,9 @@ func (s *sess) close(ctx context.Context) error {
 		return nil
 	}
 	err := s.ag.Close(ctx)
+	if s.op != nil && s.op.Close != nil {
+		err = errors.Join(err, s.op.Close())
+	}
 	if s.cancelF != nil {
 		<-s.stopped // Events ends once the closed agent's log is read out
 		s.cancelF()

@@ -149,6 +149,14 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 			Logger:   a.log,
 		}
 		a.configureCompaction(&cfg, model.ContextWindow)
+		// The configured MCP servers and the editor's.
+		servers, err := a.startMCP(ctx, dir, mcpLogPath(st, req.SessionID), model, &cfg, acpMCPServers(req.MCPServers))
+		if err != nil {
+			return nil, err
+		}
+		if servers != nil {
+			ps.mcpKinds = servers.kinds
+		}
 		var ag *agent.Agent
 		if req.Create {
 			cfg.SessionID = req.SessionID
@@ -157,9 +165,10 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 			ag, err = agent.Resume(ctx, st, req.SessionID, cfg)
 		}
 		if err != nil {
+			servers.Close()
 			return nil, err
 		}
-		return &acp.Opened{Agent: ag, SetMode: func(id string) error { return rules.setMode(ps, id) }}, nil
+		return &acp.Opened{Agent: ag, SetMode: func(id string) error { return rules.setMode(ps, id) }, Close: servers.Close}, nil
 	}
 
 	a.log.Debug("acp: serving on stdio")
@@ -244,6 +253,17 @@ type acpRules struct {
 type acpPolicy struct {
 	dir, mode string
 	current   atomic.Pointer[guard.Policy]
+	// mcpKinds classifies the session's MCP tools; set before its agent
+	// starts, read-only after.
+	mcpKinds func(string) (guard.Kind, bool)
+}
+
+// classify is the session policy's Classify.
+func (ps *acpPolicy) classify(name string) (guard.Kind, bool) {
+	if ps.mcpKinds == nil {
+		return 0, false
+	}
+	return ps.mcpKinds(name)
 }
 
 // errRulesNotSaved says an "always" answer holds until rein exits.
@@ -257,6 +277,7 @@ func (r *acpRules) session(dir, mode string) (*acpPolicy, error) {
 		return nil, err
 	}
 	ps := &acpPolicy{dir: dir, mode: mode}
+	p.Classify = ps.classify
 	ps.current.Store(p)
 	r.sessions = append(r.sessions, ps)
 	return ps, nil
@@ -274,6 +295,7 @@ func (r *acpRules) setMode(ps *acpPolicy, mode string) error {
 	if err != nil {
 		return err
 	}
+	p.Classify = ps.classify
 	ps.mode = mode
 	ps.current.Store(p)
 	return nil
@@ -298,6 +320,7 @@ func (r *acpRules) Save(_ context.Context, cwd, rule string) error {
 		if err != nil {
 			return err
 		}
+		p.Classify = ps.classify
 		ps.current.Store(p)
 	}
 	return errRulesNotSaved

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	acpsdk "github.com/coder/acp-go-sdk"
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/agent"
@@ -169,14 +170,17 @@ func mcpLogPath(st store.Store, id string) string {
 type mcpSession struct {
 	m   *mcp.Manager
 	log *os.File
+	// kinds classifies the session's MCP tools for its permission
+	// policy (guard.Policy.Classify).
+	kinds func(string) (guard.Kind, bool)
 }
 
 // startMCP starts the MCP servers for a session in dir (with extra ones,
 // e.g. an ACP client's) and wires them into cfg: their tools join
-// cfg.Tools at each step boundary (a BeforeStep hook, first in the chain),
-// their instructions join the system prompt within what is left of the
-// instructions budget, and the permission policy learns which of their
-// tools are read-only. Their stderr goes to logPath. It returns nil when
+// cfg.Tools at each step boundary (a BeforeStep hook, first in the chain)
+// and their instructions join the system prompt within what is left of the
+// instructions budget; the caller gives the session's permission policy
+// the returned session's kinds. Their stderr goes to logPath. It returns nil when
 // no server is configured. The caller closes it after the agent.
 func (a *app) startMCP(ctx context.Context, dir, logPath string, model catalog.Model, cfg *agent.Config, extra []mcp.ServerConfig) (*mcpSession, error) {
 	servers, err := a.mcpServers(ctx, dir)
@@ -216,7 +220,7 @@ func (a *app) startMCP(ctx context.Context, dir, logPath string, model catalog.M
 		opts.Log = ms.log
 	}
 	ms.m = mcp.Start(opts)
-	a.mcpKinds = mcpKinds(cfg.Tools)
+	ms.kinds = mcpKinds(cfg.Tools)
 	cfg.Hooks.BeforeStep = append([]agent.Hook[agent.StepInfo, []agent.AdditionalContext]{mcpSyncHook(ms.m, a)}, cfg.Hooks.BeforeStep...)
 	cfg.System = append(cfg.System, agent.Section{Name: "mcp", Dynamic: ms.m.Instructions})
 	return ms, nil
@@ -587,4 +591,46 @@ func (a *app) shortPath(p string) string {
 		}
 	}
 	return p
+}
+
+// acpMCPServers converts the MCP servers an ACP client sends with
+// session/new or session/load (stdio, http, sse; servers over the ACP
+// channel itself, which rein does not advertise, are skipped) into server
+// configurations.
+func acpMCPServers(list []acpsdk.McpServer) []mcp.ServerConfig {
+	var out []mcp.ServerConfig
+	name := func(n string) string {
+		if mcp.ValidName(n) {
+			return n
+		}
+		return mcp.SanitizeName(n)
+	}
+	headers := func(hs []acpsdk.HttpHeader) map[string]string {
+		if len(hs) == 0 {
+			return nil
+		}
+		m := map[string]string{}
+		for _, h := range hs {
+			m[h.Name] = h.Value
+		}
+		return m
+	}
+	for _, s := range list {
+		switch {
+		case s.Stdio != nil:
+			c := mcp.ServerConfig{Name: name(s.Stdio.Name), Command: s.Stdio.Command, Args: s.Stdio.Args, Origin: "acp"}
+			if len(s.Stdio.Env) > 0 {
+				c.Env = map[string]string{}
+				for _, e := range s.Stdio.Env {
+					c.Env[e.Name] = e.Value
+				}
+			}
+			out = append(out, c)
+		case s.Http != nil:
+			out = append(out, mcp.ServerConfig{Name: name(s.Http.Name), Type: mcp.HTTP, URL: s.Http.Url, Headers: headers(s.Http.Headers), Origin: "acp"})
+		case s.Sse != nil:
+			out = append(out, mcp.ServerConfig{Name: name(s.Sse.Name), Type: mcp.SSE, URL: s.Sse.Url, Headers: headers(s.Sse.Headers), Origin: "acp"})
+		}
+	}
+	return out
 }

@@ -196,6 +196,9 @@ func (a *app) run(ctx context.Context, f runFlags, args []string) (err error) {
 		return err
 	}
 	defer servers.Close()
+	if servers != nil {
+		a.mcpKinds = servers.kinds
+	}
 
 	var ag *agent.Agent
 	if id == "" {
