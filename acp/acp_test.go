@@ -267,10 +267,11 @@ func TestPromptWhileTurnRuns(t *testing.T) {
 // TestSteerExpectedTurn: _rein/steer with expectedTurn steers that turn
 // while it runs, and refuses (changing nothing) once it ended.
 func TestSteerExpectedTurn(t *testing.T) {
-	release := make(chan struct{})
+	streaming, release := make(chan struct{}), make(chan struct{})
 	model := scriptedtest.New(t,
 		scripted.Call{Reply: scripted.Reply{Text: []string{"looking"}}, BeforeChunk: func(ctx context.Context, i int) {
 			if i == 0 {
+				close(streaming)
 				<-release
 			}
 		}},
@@ -294,14 +295,11 @@ func TestSteerExpectedTurn(t *testing.T) {
 		}
 		return r
 	}
-	var r acp.SteerResponse
-	for i := 0; i < 500; i++ { // until turn 1 has opened
-		if r = steer(1); r.Status == acp.Steered {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if r.Status != acp.Steered || r.Turn != 1 {
+	// Steer once the first request is streaming: a steer that landed
+	// between turn/start and the first request would be drained into that
+	// request, and the turn would need no second step.
+	<-streaming
+	if r := steer(1); r.Status != acp.Steered || r.Turn != 1 {
 		t.Fatalf("steer during turn 1: %+v", r)
 	}
 	close(release)
