@@ -19,10 +19,12 @@ var allowed = map[string][]string{
 	"trust":            {},
 	"llm/scripted":     {"llm"},
 	"llm/scripted/...": {"llm", "llm/scripted"},
-	"llm/sse":          {"llm", "redact"},
+	"llm/wire":         {"llm"},
+	"llm/wire/...":     {"llm", "llm/wire"},
+	"llm/sse":          {"llm", "llm/wire", "redact"},
 	"llm/retry":        {"llm"},
-	"llm/openai":       {"llm", "llm/sse"},
-	"llm/anthropic":    {"llm", "llm/sse"},
+	"llm/openai":       {"llm", "llm/sse", "llm/wire"},
+	"llm/anthropic":    {"llm", "llm/sse", "llm/wire"},
 	"llm/mock":         {"llm", "llm/sse"},
 	"llm/catalog":      {"llm", "llm/openai", "llm/anthropic", "llm/scripted", "llm/retry"},
 	"session":          {"llm"},
@@ -46,7 +48,7 @@ var allowed = map[string][]string{
 
 // testOnly lists packages that tests (not the package itself) may import on
 // top of the rules, e.g. in-memory stores and the scripted model.
-var testOnly = []string{"bench", "store", "store/memstore", "llm/scripted", "llm/scripted/scriptedtest", "store/storetest", "store/jsonl", "llm/mock", "llm/openai", "llm/anthropic", "llm/retry", "tool/builtin", "guard", "hook"}
+var testOnly = []string{"bench", "llm/wire/wiretest", "store", "store/memstore", "llm/scripted", "llm/scripted/scriptedtest", "store/storetest", "store/jsonl", "llm/mock", "llm/openai", "llm/anthropic", "llm/retry", "tool/builtin", "guard", "hook"}
 
 func rule(pkg string) ([]string, bool) {
 	if r, ok := allowed[pkg]; ok {

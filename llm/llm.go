@@ -114,6 +114,59 @@ type Request struct {
 	Tools    []ToolSpec
 	Messages []Message
 	Params   Params
+	// Cache, when set, is the conversation's encoding cache: the adapter
+	// keeps each message's wire form there and encodes only what the
+	// previous request through the same Cache did not have. Nil encodes
+	// the whole request. It never changes what is sent.
+	Cache *Cache
+}
+
+// Cache keeps one conversation's encoded messages between requests, so that
+// while the history only grows a request costs the encoding of its new
+// messages, not of the whole history. The adapter that fills it recognises
+// a kept message by identity: the same role, tool call id and error flag
+// and the same Content and ToolCalls arrays. A message that is not the very
+// one encoded before (after a compaction, say) is encoded again, together
+// with every message after it, so a stale encoding is never sent.
+//
+// The caller keeps one Cache per conversation, uses it for one request at a
+// time, and must not modify the Content or ToolCalls arrays of a message
+// once it was sent through it (the agent's projection never does). The
+// zero value is empty and ready.
+type Cache struct {
+	owner any
+	state any
+}
+
+// Slot returns the state that owner (an adapter) stored with SetSlot, or
+// nil when the cache is empty or was last filled by another owner.
+func (c *Cache) Slot(owner any) any {
+	if c == nil || c.owner != owner {
+		return nil
+	}
+	return c.state
+}
+
+// SetSlot stores owner's state, replacing whatever the cache held.
+func (c *Cache) SetSlot(owner, state any) { c.owner, c.state = owner, state }
+
+// Shared is how much of a request repeats the previous request encoded
+// through the same Cache: the leading messages whose encoding is the very
+// one sent before, and their size on the wire. Providers bill a repeated
+// prefix at their cached price; a request that shares less than the whole
+// previous request broke that prefix.
+type Shared struct {
+	Messages int
+	Bytes    int64
+}
+
+// Preparer is implemented by adapters that encode through a Cache.
+// Prepare brings req.Cache up to date with req ahead of Stream (which then
+// reuses every encoding) and reports what req shares with the previous
+// request prepared or streamed through that Cache. An error is the one
+// Stream would report as invalid-request.
+type Preparer interface {
+	Prepare(req *Request) (Shared, error)
 }
 
 // Usage counts tokens of one model response.

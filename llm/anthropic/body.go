@@ -1,12 +1,13 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/llm/wire"
 )
 
 type cacheControl struct {
@@ -54,18 +55,6 @@ type thinking struct {
 	BudgetTokens int    `json:"budget_tokens"`
 }
 
-type wireRequest struct {
-	Model       string        `json:"model"`
-	MaxTokens   int           `json:"max_tokens"`
-	System      []wireBlock   `json:"system,omitempty"`
-	Messages    []wireMessage `json:"messages"`
-	Tools       []wireTool    `json:"tools,omitempty"`
-	Thinking    *thinking     `json:"thinking,omitempty"`
-	Temperature *float64      `json:"temperature,omitempty"`
-	TopP        *float64      `json:"top_p,omitempty"`
-	Stream      bool          `json:"stream"`
-}
-
 var errNoModel = errors.New("anthropic: request has no model")
 
 // emptyText stands in for a message with no content: the API rejects empty
@@ -93,90 +82,201 @@ func str(s string) *string { return &s }
 // prompt, the last tool, the last message of the previous request (the
 // message before the last assistant message) and the last message.
 func (p *Provider) Body(req *llm.Request) ([]byte, error) {
-	if req.Model == "" {
-		return nil, errNoModel
-	}
-	w := wireRequest{Model: req.Model, MaxTokens: p.cfg.MaxTokens, Stream: true}
-	pr := req.Params
-	if pr.MaxTokens > 0 {
-		w.MaxTokens = pr.MaxTokens
-	}
-	if pr.ThinkingBudget > 0 {
-		w.Thinking = &thinking{Type: "enabled", BudgetTokens: max(pr.ThinkingBudget, 1024)}
-		if w.MaxTokens <= w.Thinking.BudgetTokens {
-			w.MaxTokens = w.Thinking.BudgetTokens + p.cfg.MaxTokens
-		}
-	}
-	w.Temperature, w.TopP = pr.Temperature, pr.TopP
-	if req.System != "" {
-		w.System = []wireBlock{{Type: "text", Text: str(req.System)}}
-	}
-	for _, t := range req.Tools {
-		schema := t.Parameters
-		if len(schema) == 0 {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
-	}
-	lastAssistant := -1
-	for i := range req.Messages {
-		m := &req.Messages[i]
-		switch m.Role {
-		case llm.RoleUser:
-			w.Messages = append(w.Messages, wireMessage{Role: "user", Content: userBlocks(m.Content)})
-		case llm.RoleAssistant:
-			lastAssistant = len(w.Messages)
-			w.Messages = append(w.Messages, wireMessage{Role: "assistant", Content: assistantBlocks(m)})
-		case llm.RoleTool:
-			res := wireBlock{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.IsError}
-			for _, b := range userBlocks(m.Content) {
-				if b.Type == "text" && *b.Text == emptyText {
-					continue
-				}
-				res.Content = append(res.Content, b)
-			}
-			if i > 0 && req.Messages[i-1].Role == llm.RoleTool {
-				last := &w.Messages[len(w.Messages)-1]
-				last.Content = append(last.Content, res)
-			} else {
-				w.Messages = append(w.Messages, wireMessage{Role: "user", Content: []wireBlock{res}})
-			}
-		default:
-			return nil, fmt.Errorf("anthropic: message %d has unknown role %q", i, m.Role)
-		}
-	}
-	if !p.cfg.NoCache {
-		if len(w.System) > 0 {
-			w.System[len(w.System)-1].CacheControl = ephemeral
-		}
-		if len(w.Tools) > 0 {
-			w.Tools[len(w.Tools)-1].CacheControl = ephemeral
-		}
-		if lastAssistant > 0 {
-			markCache(&w.Messages[lastAssistant-1])
-		}
-		if n := len(w.Messages); n > 0 {
-			markCache(&w.Messages[n-1])
-		}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(w); err != nil {
+	b, _, err := p.encode(req, &cache{})
+	if err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return b.Bytes(), nil
 }
 
-// markCache sets a breakpoint on the message's last block that may carry
-// one (thinking blocks cannot).
-func markCache(m *wireMessage) {
-	for i := len(m.Content) - 1; i >= 0; i-- {
-		if t := m.Content[i].Type; t != "thinking" && t != "redacted_thinking" {
-			m.Content[i].CacheControl = ephemeral
-			return
+// Prepare implements llm.Preparer.
+func (p *Provider) Prepare(req *llm.Request) (llm.Shared, error) {
+	_, sh, err := p.encode(req, wire.State[cache](req.Cache, p))
+	return sh, err
+}
+
+// cache is the adapter's state in an llm.Cache: the messages' encodings,
+// each with the offset where a cache_control breakpoint goes when the
+// wire message ends with it (-1: none can), and the last system prompt
+// and tool list encoded.
+type cache struct {
+	msgs     wire.Messages[int]
+	system   string
+	sysEnc   []byte
+	tools    []llm.ToolSpec
+	toolsEnc []byte
+}
+
+// breakpoint is inserted before the closing brace of a block; cache_control
+// is the last field of every block.
+var breakpoint = []byte(`,"cache_control":{"type":"ephemeral"}`)
+
+// encode brings c up to date with req and returns the body, as segments
+// that share c's buffers, and what req shares with the previous request
+// encoded through c.
+func (p *Provider) encode(req *llm.Request, c *cache) (wire.Body, llm.Shared, error) {
+	if req.Model == "" {
+		return nil, llm.Shared{}, errNoModel
+	}
+	msgs := req.Messages
+	sh, err := c.msgs.Update(msgs, func(b []byte, i int) ([]byte, int, error) { return appendMessage(b, msgs, i) })
+	if err != nil {
+		return nil, sh, err
+	}
+	if req.System != c.system || (req.System != "" && c.sysEnc == nil) {
+		c.system, c.sysEnc = req.System, nil
+		if req.System != "" {
+			blk := wireBlock{Type: "text", Text: str(req.System)}
+			if !p.cfg.NoCache {
+				blk.CacheControl = ephemeral
+			}
+			b, err := wire.AppendJSON(append([]byte(nil), `,"system":`...), []wireBlock{blk})
+			if err != nil {
+				return nil, sh, err
+			}
+			c.sysEnc = b
 		}
 	}
+	if !wire.SameTools(c.tools, req.Tools) || (len(req.Tools) > 0 && c.toolsEnc == nil) {
+		c.tools, c.toolsEnc = req.Tools, nil
+		if len(req.Tools) > 0 {
+			tools := make([]wireTool, len(req.Tools))
+			for i, t := range req.Tools {
+				schema := t.Parameters
+				if len(schema) == 0 {
+					schema = json.RawMessage(`{"type":"object"}`)
+				}
+				tools[i] = wireTool{Name: t.Name, Description: t.Description, InputSchema: schema}
+			}
+			if !p.cfg.NoCache {
+				tools[len(tools)-1].CacheControl = ephemeral
+			}
+			b, err := wire.AppendJSON(append([]byte(nil), `,"tools":`...), tools)
+			if err != nil {
+				return nil, sh, err
+			}
+			c.toolsEnc = b
+		}
+	}
+
+	// The fields in wireRequest's order.
+	pr := req.Params
+	maxTokens := p.cfg.MaxTokens
+	if pr.MaxTokens > 0 {
+		maxTokens = pr.MaxTokens
+	}
+	var think *thinking
+	if pr.ThinkingBudget > 0 {
+		think = &thinking{Type: "enabled", BudgetTokens: max(pr.ThinkingBudget, 1024)}
+		if maxTokens <= think.BudgetTokens {
+			maxTokens = think.BudgetTokens + p.cfg.MaxTokens
+		}
+	}
+	head, err := wire.AppendJSON([]byte(`{"model":`), req.Model)
+	if err != nil {
+		return nil, sh, err
+	}
+	head = strconv.AppendInt(append(head, `,"max_tokens":`...), int64(maxTokens), 10)
+	body := wire.Body{head, c.sysEnc, []byte(`,"messages":[`)}
+	body = append(body, p.messages(c, msgs)...)
+	body = append(body, []byte{']'}, c.toolsEnc)
+	tail := []byte(nil)
+	if think != nil {
+		tail, _ = wire.AppendJSON(append(tail, `,"thinking":`...), think)
+	}
+	if pr.Temperature != nil {
+		tail, _ = wire.AppendJSON(append(tail, `,"temperature":`...), *pr.Temperature)
+	}
+	if pr.TopP != nil {
+		tail, _ = wire.AppendJSON(append(tail, `,"top_p":`...), *pr.TopP)
+	}
+	body = append(body, append(tail, `,"stream":true}`...))
+	return body, sh, nil
+}
+
+// messages returns the encoded messages with their breakpoints: on the
+// wire message before the last assistant message and on the last one.
+func (p *Provider) messages(c *cache, msgs []llm.Message) wire.Body {
+	enc := c.msgs.Bytes()
+	if len(msgs) == 0 {
+		return nil
+	}
+	var marks []int
+	if !p.cfg.NoCache {
+		la := len(msgs) - 1
+		for la >= 0 && msgs[la].Role != llm.RoleAssistant {
+			la--
+		}
+		if la > 0 {
+			if m := c.msgs.Meta(la - 1); m >= 0 {
+				marks = append(marks, m)
+			}
+		}
+		if m := c.msgs.Meta(len(msgs) - 1); m >= 0 {
+			marks = append(marks, m)
+		}
+	}
+	out := make(wire.Body, 0, 2*len(marks)+2)
+	at := 0
+	for _, m := range marks {
+		out = append(out, enc[at:m], breakpoint)
+		at = m
+	}
+	// The last wire message is still open.
+	return append(out, enc[at:], []byte("]}"))
+}
+
+// appendMessage appends the encoding of msgs[i] to b: a new wire message
+// (closing the one before), or, for a tool message after another, one more
+// tool_result block in the same user message. It returns the offset of the
+// closing brace of the last block that may carry a breakpoint, -1 when
+// none may (thinking blocks cannot).
+func appendMessage(b []byte, msgs []llm.Message, i int) ([]byte, int, error) {
+	m := &msgs[i]
+	var blocks []wireBlock
+	role := "user"
+	switch m.Role {
+	case llm.RoleUser:
+		blocks = userBlocks(m.Content)
+	case llm.RoleAssistant:
+		role, blocks = "assistant", assistantBlocks(m)
+	case llm.RoleTool:
+		res := wireBlock{Type: "tool_result", ToolUseID: m.ToolCallID, IsError: m.IsError}
+		for _, b := range userBlocks(m.Content) {
+			if b.Type == "text" && *b.Text == emptyText {
+				continue
+			}
+			res.Content = append(res.Content, b)
+		}
+		blocks = []wireBlock{res}
+	default:
+		return b, -1, fmt.Errorf("anthropic: message %d has unknown role %q", i, m.Role)
+	}
+	switch {
+	case m.Role == llm.RoleTool && i > 0 && msgs[i-1].Role == llm.RoleTool:
+		b = append(b, ',')
+	case i > 0:
+		b = append(b, "]},"...)
+		fallthrough
+	default:
+		b = append(b, `{"role":"`...)
+		b = append(b, role...)
+		b = append(b, `","content":[`...)
+	}
+	mark := -1
+	for j, blk := range blocks {
+		if j > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = wire.AppendJSON(b, blk); err != nil {
+			return b, -1, err
+		}
+		if blk.Type != "thinking" && blk.Type != "redacted_thinking" {
+			mark = len(b) - 1
+		}
+	}
+	return b, mark, nil
 }
 
 func userBlocks(parts []llm.Part) []wireBlock {

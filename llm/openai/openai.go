@@ -24,6 +24,7 @@ import (
 
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/llm/sse"
+	"github.com/reinhq/rein/llm/wire"
 )
 
 // Config configures a Provider.
@@ -81,7 +82,7 @@ func (p *Provider) Name() string { return p.cfg.Name }
 // starts; stopping the iteration early closes the response.
 func (p *Provider) Stream(ctx context.Context, req *llm.Request) iter.Seq[llm.Event] {
 	return func(yield func(llm.Event) bool) {
-		body, err := p.Body(req)
+		body, _, err := p.encode(req, wire.State[cache](req.Cache, p))
 		if err != nil {
 			yield(llm.Event{Type: llm.EventError, Err: &llm.Error{Code: llm.CodeInvalidRequest, Message: err.Error()}})
 			return

@@ -6,7 +6,7 @@
 // and are not safe for concurrent use, except Watchdog.Stop and the timer
 // that closes the stream, which may race safely with reads.
 //
-// It imports only the standard library and llm; it must not import an
+// It imports only the standard library, llm, llm/wire and redact; it must not import an
 // adapter (llm/openai, llm/anthropic) or anything above llm.
 package sse
 

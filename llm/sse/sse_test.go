@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/llm/wire"
 )
 
 func readAll(t *testing.T, r io.Reader) ([]Event, error) {
@@ -257,11 +258,44 @@ func TestPostMasksEchoedKey(t *testing.T) {
 			strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), r.Header.Get("X-Api-Key"))
 	}))
 	defer srv.Close()
-	st, e := Post(context.Background(), nil, srv.URL, []byte("{}"), map[string]string{"Authorization": "Bearer " + key, "X-Api-Key": key + "2"}, time.Second)
+	st, e := Post(context.Background(), nil, srv.URL, wire.Body{[]byte("{}")}, map[string]string{"Authorization": "Bearer " + key, "X-Api-Key": key + "2"}, time.Second)
 	if st != nil || e == nil {
 		t.Fatal("want an error")
 	}
 	if strings.Contains(e.Message, "0123456789") || !strings.Contains(e.Message, "sk-…cdef") || !strings.Contains(e.Message, "sk-…def2") || e.Code != llm.CodeAuth {
 		t.Fatalf("error: %+v", e)
+	}
+}
+
+// TestPostSegments: Post sends a segmented body with its length up front,
+// and sends it again, whole, when net/http must resend the request (here a
+// 307 redirect, which re-reads the body through GetBody).
+func TestPostSegments(t *testing.T) {
+	var got []string
+	var lengths []int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, string(b))
+		lengths = append(lengths, r.ContentLength)
+		if r.URL.Path == "/first" {
+			http.Redirect(w, r, "/second", http.StatusTemporaryRedirect)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: ok\n\n")
+	}))
+	defer srv.Close()
+	body := wire.Body{[]byte(`{"a":`), nil, []byte(`[1,2]`), []byte(`}`)}
+	s, e := Post(context.Background(), srv.Client(), srv.URL+"/first", body, nil, time.Second)
+	if e != nil {
+		t.Fatal(e)
+	}
+	defer s.Close()
+	if ev, err := s.Next(); err != nil || ev.Data != "ok" {
+		t.Fatalf("event %+v, %v", ev, err)
+	}
+	want := `{"a":[1,2]}`
+	if len(got) != 2 || got[0] != want || got[1] != want || lengths[0] != int64(len(want)) || lengths[1] != int64(len(want)) {
+		t.Fatalf("server saw %q with lengths %v", got, lengths)
 	}
 }

@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/llm/wire"
 	"github.com/reinhq/rein/redact"
 )
 
@@ -116,10 +116,20 @@ func Open(ctx context.Context, client *http.Client, req *http.Request, idle time
 // Post sends body as a JSON POST to url asking for an event stream, with
 // the extra headers (an API key, a version), and opens its stream as Open
 // does. A request that cannot be built is an invalid-request error.
-func Post(ctx context.Context, client *http.Client, url string, body []byte, headers map[string]string, idle time.Duration) (*Stream, *llm.Error) {
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+//
+// The body is written segment by segment, with its length known up front,
+// never joined into one buffer; net/http re-reads it from its start
+// (GetBody) when it must resend the request on a new connection.
+func Post(ctx context.Context, client *http.Client, url string, body wire.Body, headers map[string]string, idle time.Duration) (*Stream, *llm.Error) {
+	req, err := http.NewRequest(http.MethodPost, url, nil)
 	if err != nil {
 		return nil, &llm.Error{Code: llm.CodeInvalidRequest, Message: err.Error()}
+	}
+	req.ContentLength = body.Len()
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.Reader()), nil }
+	req.Body, _ = req.GetBody()
+	if req.ContentLength == 0 {
+		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
