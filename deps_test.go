@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	"tool":             {"llm"},
 	"tool/...":         {"tool", "llm", "tool/fs", "tool/shell", "tool/todo", "sandbox"},
 	"transcript":       {"session", "llm"},
-	"agent":            {"session", "llm", "store", "tool", "redact"},
+	"agent":            {"session", "llm", "llm/wire", "store", "tool", "redact"},
 	"guard":            {"tool", "llm"},
 	"mcp":              {"tool", "llm"},
 	"hook":             {"agent", "session", "llm", "tool", "sandbox"},

@@ -99,9 +99,15 @@ type Agent struct {
 	batchOpen   bool                    // a tool batch is running
 	settledCh   chan struct{}           // closed when Close has settled
 	closeErr    error                   // Close's result, set before settledCh closes
-	hdrKey      string
-	lastTokens  int // input+output of the last response (compaction pressure)
-	hdrReason   string
+	hdr         *session.RequestHeader  // the last one this agent recorded
+	hdrReason   string                  // of the first header: initial or resume
+	sent        sentRequest             // the previous request, for the prefix record
+	lastTokens  int                     // input+output of the last response (compaction pressure)
+
+	system string // cfg.System assembled (the config never changes)
+	// wire keeps the adapter's encodings of the history between requests.
+	// Only the turn driver touches it, one request at a time.
+	wire llm.Cache
 }
 
 type queued struct {
@@ -211,6 +217,8 @@ func start(cfg Config, w store.Writer, log *session.Log, hdrReason, startSource 
 		notify:     make(chan struct{}),
 		settledCh:  make(chan struct{}),
 		hdrReason:  hdrReason,
+		system:     cfg.system(),
+		sent:       lastSent(log),
 	}
 	u := log.LastUsage()
 	a.lastTokens = u.Input + u.Output
@@ -228,6 +236,39 @@ func start(cfg Config, w store.Writer, log *session.Log, hdrReason, startSource 
 		})
 	}
 	return a
+}
+
+// lastSent reconstructs from a resumed log the last request's shape and
+// the messages it shared with what the projection holds now: those that
+// come from events before the request's response (or, when it has none,
+// before its header). A compaction summary placed among them since shadows
+// the rest: the next request's prefix broke at the summary.
+func lastSent(log *session.Log) sentRequest {
+	h := log.RequestHeader()
+	if h == nil {
+		return sentRequest{}
+	}
+	s := sentRequest{known: true, model: h.Model, system: h.System, tools: h.Tools}
+	at := log.Len() - 1
+	for ; at >= 0; at-- {
+		if t := log.Event(at).Type; t == session.TypeAssistantMessage || t == session.TypeRequestHeader {
+			break
+		}
+	}
+	msgs, seqs := log.Messages(), log.Projection().Seqs()
+	j := 0
+	for j < len(seqs) && seqs[j] < at {
+		j++
+	}
+	s.msgs, s.n = msgs[:j], j
+	if j < len(seqs) {
+		if p, err := log.Event(seqs[j]).Decode(); err == nil {
+			if u, ok := p.(*session.UserMessage); ok && u.Replaces != nil {
+				s.n, s.compacted = j+1, true
+			}
+		}
+	}
+	return s
 }
 
 func (a *Agent) loop() {

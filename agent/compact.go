@@ -226,6 +226,7 @@ func (a *Agent) compact(ctx context.Context, turn int, opts CompactOptions) erro
 		}
 		_, _ = a.append(end)
 		a.lastTokens = 0
+		a.sent.compacted = a.sent.compacted || err == nil
 		upTo = a.log.Len()
 	})
 	if err := a.p.flush(context.Background(), upTo); err != nil {

@@ -63,7 +63,7 @@ func newProviderHarness(t *testing.T, replies []mock.Reply, tap func(llm.Delta),
 	if tap != nil {
 		p = &tapProvider{Provider: p, onDelta: tap}
 	}
-	h.cfg.Provider = &checkedProvider{h: h, inner: p}
+	h.cfg.Provider = checked(h, p)
 	a, err := agent.New(h.ctx, h.cfg)
 	if err != nil {
 		t.Fatal(err)

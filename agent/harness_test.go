@@ -124,6 +124,23 @@ type checkedProvider struct {
 	off   bool
 }
 
+// checkedPreparer is a checkedProvider over an adapter that encodes ahead
+// (llm.Preparer), so that the agent takes that path.
+type checkedPreparer struct{ *checkedProvider }
+
+func (p checkedPreparer) Prepare(req *llm.Request) (llm.Shared, error) {
+	return p.inner.(llm.Preparer).Prepare(req)
+}
+
+// checked wraps inner in the request check, keeping its Prepare.
+func checked(h *harness, inner llm.Provider) llm.Provider {
+	c := &checkedProvider{h: h, inner: inner}
+	if _, ok := inner.(llm.Preparer); ok {
+		return checkedPreparer{c}
+	}
+	return c
+}
+
 func (p *checkedProvider) Name() string { return p.inner.Name() }
 
 func (p *checkedProvider) Stream(ctx context.Context, req *llm.Request) iter.Seq[llm.Event] {

@@ -2,13 +2,13 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/llm/wire"
 	"github.com/reinhq/rein/session"
 )
 
@@ -380,8 +380,13 @@ func (a *Agent) endStep(turn, step int, fail *session.Reason) stepResult {
 }
 
 // prepare derives the request from the log, opening the step (first) and
-// recording the request header when it changed. It returns the request and
-// the seq the log must be durable up to.
+// recording a request/header when the request's shape changed or its
+// prompt-cache prefix broke. It returns the request and the seq the log
+// must be durable up to.
+//
+// The request is encoded (when the provider is an llm.Preparer) on the
+// driver, outside the owner: only the new messages cost encoding, through
+// the agent's llm.Cache, which only the driver touches.
 func (a *Agent) prepare(ctx context.Context, turn, step int, first bool) (*llm.Request, int64, error) {
 	var msgs []llm.Message
 	a.do(func() { msgs = a.log.Messages() })
@@ -393,41 +398,122 @@ func (a *Agent) prepare(ctx context.Context, turn, step int, first bool) (*llm.R
 		}
 		return nil, 0, err
 	}
-	var req *llm.Request
-	var upTo int64
-	a.do(func() {
-		if first {
-			_, _ = a.append(&session.StepStart{Turn: turn, Step: step})
+	tools := a.cfg.Tools.Specs()
+	if tools == nil {
+		tools = []llm.ToolSpec{}
+	}
+	prep, _ := a.cfg.Provider.(llm.Preparer)
+	for {
+		var hdr *session.RequestHeader
+		a.do(func() { hdr = a.hdr })
+		if hdr != nil && wire.SameTools(hdr.Tools, tools) {
+			tools = hdr.Tools // the very slice: adapters know it
 		}
-		hdr := session.RequestHeader{Turn: turn, Step: step, Model: a.cfg.Model, System: a.cfg.system(), Tools: a.cfg.Tools.Specs(), Params: params}
-		if hdr.Tools == nil {
-			hdr.Tools = []llm.ToolSpec{}
+		req := &llm.Request{Model: modelName(a.cfg.Model), System: a.system, Tools: tools, Messages: msgs, Params: params, Cache: &a.wire}
+		shared, measured := llm.Shared{}, false
+		if prep != nil {
+			var perr error
+			shared, perr = prep.Prepare(req)
+			measured = perr == nil
 		}
-		key := headerKey(&hdr)
-		if key != a.hdrKey {
-			hdr.Reason = session.HeaderChange
-			if a.hdrKey == "" {
-				hdr.Reason = a.hdrReason
+		var upTo int64
+		again := false
+		a.do(func() {
+			if cur := a.log.Messages(); !sameArray(cur, msgs) {
+				// The history changed while the request was prepared
+				// (a hook compacted): prepare it again.
+				msgs, again = cur, true
+				return
 			}
-			if _, err := a.append(&hdr); err == nil {
-				a.hdrKey = key
+			if first {
+				_, _ = a.append(&session.StepStart{Turn: turn, Step: step})
+				first = false
 			}
+			h := session.RequestHeader{Turn: turn, Step: step, Model: a.cfg.Model, System: a.system, Tools: tools, Params: params}
+			h.Prefix = a.sent.prefix(&h, msgs, shared, measured)
+			if a.hdr == nil || h.Prefix != nil || !sameShape(a.hdr, &h) {
+				h.Reason = session.HeaderChange
+				if a.hdr == nil {
+					h.Reason = a.hdrReason
+				}
+				if _, err := a.append(&h); err == nil {
+					a.hdr = &h
+				}
+			}
+			a.sent = sentRequest{known: true, model: h.Model, system: h.System, tools: h.Tools, msgs: msgs, n: len(msgs)}
+			upTo = a.log.Len()
+		})
+		if !again {
+			return req, upTo, nil
 		}
-		req = &llm.Request{Model: modelName(a.cfg.Model), System: hdr.System, Tools: hdr.Tools, Messages: a.log.Messages(), Params: params}
-		upTo = a.log.Len()
-	})
-	return req, upTo, nil
+	}
 }
 
-// headerKey is the canonical form of a header's request-shaping fields.
-func headerKey(h *session.RequestHeader) string {
-	b, _ := json.Marshal(struct {
-		M string
-		S string
-		T []llm.ToolSpec
-		P llm.Params
-	}{h.Model, h.System, h.Tools, h.Params})
-	return string(b)
+// sentRequest is what the prompt-cache record compares a request with: the
+// previous request's shape and messages. n is how many messages it had;
+// msgs are those of them still known (all, except after a resume that
+// follows a compaction).
+type sentRequest struct {
+	known         bool
+	model, system string
+	tools         []llm.ToolSpec
+	msgs          []llm.Message
+	n             int
+	// compacted: a compaction completed since.
+	compacted bool
+}
+
+// prefix returns the record of a broken prefix for the request of header h
+// and messages msgs, or nil when the request repeats the whole previous
+// one ahead of its new messages. shared is what the adapter measured
+// (when measured), else the leading messages are compared by identity
+// here. A change of model, tools or system prompt breaks the prefix at
+// its start; a compaction or another change of history at the first
+// message that differs.
+func (s *sentRequest) prefix(h *session.RequestHeader, msgs []llm.Message, shared llm.Shared, measured bool) *session.Prefix {
+	if !s.known {
+		return nil
+	}
+	switch {
+	case h.Model != s.model:
+		return &session.Prefix{Break: session.BreakModel}
+	case !wire.SameTools(h.Tools, s.tools):
+		return &session.Prefix{Break: session.BreakTools}
+	case h.System != s.system:
+		return &session.Prefix{Break: session.BreakSystem}
+	}
+	k := 0
+	for k < len(s.msgs) && k < len(msgs) && wire.Same(&s.msgs[k], &msgs[k]) {
+		k++
+	}
+	if k >= s.n {
+		return nil
+	}
+	p := &session.Prefix{Messages: k, Break: session.BreakEdited}
+	if s.compacted {
+		p.Break = session.BreakCompaction
+	}
+	if measured && shared.Messages == k {
+		p.Bytes = shared.Bytes
+	}
+	return p
+}
+
+// sameArray reports whether a and b are the same slice of one array.
+func sameArray(a, b []llm.Message) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// sameShape reports whether two headers shape requests alike: model,
+// system prompt, tools and params.
+func sameShape(a, b *session.RequestHeader) bool {
+	return a.Model == b.Model && a.System == b.System && wire.SameTools(a.Tools, b.Tools) && sameParams(a.Params, b.Params)
+}
+
+func sameParams(a, b llm.Params) bool {
+	eq := func(x, y *float64) bool { return x == y || x != nil && y != nil && *x == *y }
+	return a.MaxTokens == b.MaxTokens && a.ReasoningEffort == b.ReasoningEffort && a.ThinkingBudget == b.ThinkingBudget &&
+		eq(a.Temperature, b.Temperature) && eq(a.TopP, b.TopP)
 }
 
 // modelName strips the "provider:" prefix.

@@ -233,7 +233,8 @@ const (
 
 // RequestHeader records the non-message part of the requests that follow:
 // system prompt, tools, model and params. It is written whenever one of
-// them changes, so every request is a pure function of the log.
+// them changes, so every request is a pure function of the log, and where
+// the request's prompt-cache prefix broke (then Prefix says how).
 type RequestHeader struct {
 	Turn   int            `json:"turn"`
 	Step   int            `json:"step"`
@@ -242,7 +243,31 @@ type RequestHeader struct {
 	System string         `json:"system"`
 	Tools  []llm.ToolSpec `json:"tools"`
 	Params llm.Params     `json:"params"`
+	// Prefix is set on a header written where the request does not
+	// repeat the whole previous request ahead of its new messages.
+	Prefix *Prefix `json:"prefix,omitempty"`
 }
+
+// Prefix describes a broken prompt-cache prefix: how much of the request
+// still repeats the previous one (its leading messages, and their encoded
+// size when the adapter measured it) and why the rest does not. Providers
+// serve a repeated prefix from their prompt cache at a fraction of the
+// input price; a break makes the rest full price again.
+type Prefix struct {
+	Messages int    `json:"messages"`
+	Bytes    int64  `json:"bytes,omitempty"`
+	Break    string `json:"break"`
+}
+
+// Prefix break causes, from the front of the prompt (where a change costs
+// the most) back.
+const (
+	BreakModel      = "model"
+	BreakTools      = "tools"
+	BreakSystem     = "system"
+	BreakCompaction = "compaction"
+	BreakEdited     = "edited"
+)
 
 // AssistantChunk is one streamed increment of the step's response.
 type AssistantChunk struct {

@@ -181,6 +181,7 @@ type Encoder struct {
 // messages than the way the request was made implies.
 func Check(t *rapid.T, e Encoder) {
 	cache := &llm.Cache{}
+	var prev int64
 	for i, st := range Conversation(t) {
 		req := *st.Req
 		req.Cache = cache
@@ -195,10 +196,14 @@ func Check(t *rapid.T, e Encoder) {
 		if i > 0 && sh.Messages != st.Kept {
 			t.Fatalf("request %d (%s): %d messages shared, want %d", i, st.Op, sh.Messages, st.Kept)
 		}
+		if (sh.Bytes > 0) != (sh.Messages > 0) || sh.Bytes > prev {
+			t.Fatalf("request %d (%s): %d bytes shared for %d messages, previous body %d bytes", i, st.Op, sh.Bytes, sh.Messages, prev)
+		}
 		got, err := e.Sent(&req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		prev = int64(len(got))
 		if !bytes.Equal(got, want) {
 			t.Fatalf("request %d (%s): cached body differs\n got: %s\nwant: %s", i, st.Op, got, want)
 		}
