@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"sort"
+	"strconv"
 
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
@@ -18,13 +20,27 @@ import (
 // file, what Fork needs to decide a fork point and to find where event
 // line seq ends without reading the lines before it: the turn spans, the
 // between-turn compaction spans, the titles, and a sparse seq→offset map.
-// Like <id>.meta it is a cache written without fsync and trusted only up
-// to the Size it names; the lines after that size are scanned by their
-// fixed prefix (seq and type) only. It is a separate file so that List,
-// which reads every session's .meta, does not pay for it.
+// Like <id>.meta it is a cache written without fsync and trusted only up to
+// the Size it names; the lines after that size are scanned by their fixed
+// prefix (seq and type) only. It is a separate file so that List, which
+// reads every session's .meta, does not pay for it.
+//
+// The sidecar is itself a log, appended to and not rewritten: lines of
+// "<crc32 of the JSON, 8 hex digits> <record JSON>\n". The first record is
+// a snapshot (it carries the version and the header length); each later
+// one the changes since the record before it: the new Size, Events and
+// checker state, and for each list the index its new tail starts at (an
+// open span written earlier is rewritten when it closes) and that tail. A
+// reader applies records while they are whole and their checksums match,
+// and stops at the first that is not (a torn tail, after a crash) or that
+// names more bytes than the file holds; the writer that opens the session
+// cuts the sidecar back to what was read and appends from there. When the
+// records after the snapshot outgrow it, the writer writes a new snapshot
+// (a new file, renamed into place), so appends stay amortized O(1).
 
-// indexVersion is the fork index's format version; another one is ignored.
-const indexVersion = 1
+// indexVersion is the fork index's format version; another one is ignored
+// (and replaced by the next writer).
+const indexVersion = 2
 
 // markGap is how many bytes of between-turn lines may follow a mark before
 // the next between-turn line gets one (every turn/end gets one). Between
@@ -39,21 +55,38 @@ var scanChunk = 1 << 20
 // index is the fork index (see above). Spans are flat start,end pairs
 // sorted by start, end -1 while open, as in session's checker.
 type index struct {
-	V      int       `json:"v"`
-	Size   int64     `json:"size"`   // bytes described, header included; a line end
-	Hdr    int64     `json:"hdr"`    // length of the header line, '\n' included
-	Events int64     `json:"events"` // event lines in [Hdr, Size)
-	Turns  []int64   `json:"turns"`  // turn/start seq, turn/end seq
-	Comps  []int64   `json:"comps"`  // between-turn compaction/start, compaction/end
-	Marks  []int64   `json:"marks"`  // seq, offset just past its line
-	Titles []titleAt `json:"titles,omitempty"`
+	Size   int64 // bytes described, header included; a line end
+	Hdr    int64 // length of the header line, '\n' included
+	Events int64 // event lines in [Hdr, Size)
+	Turns  []int64
+	Comps  []int64
+	Marks  []int64 // seq, offset just past its line
+	Titles []titleAt
 	// The state of session's checker that the spans depend on.
+	TurnOpen, CompOpen, CompInTurn bool
+
+	dirty bool  // changed since the last record written
+	tail  int64 // where the last line starts, when scan added it; else 0
+	// written is where each list (turns, comps, marks, titles) has
+	// changed since the last record: its length then, less an open span.
+	written [4]int
+}
+
+// record is one line of the sidecar.
+type record struct {
+	V      int       `json:"v,omitempty"`   // the snapshot only
+	Hdr    int64     `json:"hdr,omitempty"` // the snapshot only
+	Size   int64     `json:"size"`
+	Events int64     `json:"events"`
+	From   [4]int    `json:"from"` // where the tails replace turns, comps, marks, titles
+	Turns  []int64   `json:"turns,omitempty"`
+	Comps  []int64   `json:"comps,omitempty"`
+	Marks  []int64   `json:"marks,omitempty"`
+	Titles []titleAt `json:"titles,omitempty"`
+
 	TurnOpen   bool `json:"turnOpen,omitempty"`
 	CompOpen   bool `json:"compOpen,omitempty"`
 	CompInTurn bool `json:"compInTurn,omitempty"`
-
-	dirty bool  // changed since written (spans, marks or titles)
-	tail  int64 // where the last line starts, when scan added it; else 0
 }
 
 type titleAt struct {
@@ -62,7 +95,7 @@ type titleAt struct {
 }
 
 func newIndex(hdr int64) *index {
-	return &index{V: indexVersion, Size: hdr, Hdr: hdr, dirty: true}
+	return &index{Size: hdr, Hdr: hdr, dirty: true}
 }
 
 // add folds the event line seq, of type typ, ending at byte end, into x.
@@ -190,12 +223,64 @@ func (x *index) child(at, end, hdr int64) *index {
 	return c
 }
 
-// write replaces the sidecar at path like meta.write (no fsync).
-func (x *index) write(path string) {
-	if writeSidecar(path, x) {
-		x.dirty = false
+// record returns the changes since the last record written, or the whole
+// index as a snapshot.
+func (x *index) record(snapshot bool) record {
+	from := x.written
+	if snapshot {
+		from = [4]int{}
 	}
+	r := record{Size: x.Size, Events: x.Events, From: from,
+		Turns: x.Turns[from[0]:], Comps: x.Comps[from[1]:], Marks: x.Marks[from[2]:], Titles: x.Titles[from[3]:],
+		TurnOpen: x.TurnOpen, CompOpen: x.CompOpen, CompInTurn: x.CompInTurn}
+	if snapshot {
+		r.V, r.Hdr = indexVersion, x.Hdr
+	}
+	return r
 }
+
+// wrote notes that a record holds everything x says now.
+func (x *index) wrote() {
+	open := func(spans []int64) int {
+		if n := len(spans); n > 0 && spans[n-1] < 0 {
+			return n - 2
+		}
+		return len(spans)
+	}
+	x.written = [4]int{open(x.Turns), open(x.Comps), len(x.Marks), len(x.Titles)}
+	x.dirty = false
+}
+
+// apply folds record r into x; false when it does not fit.
+func (x *index) apply(r *record) bool {
+	f := r.From
+	if f[0] > len(x.Turns) || f[1] > len(x.Comps) || f[2] > len(x.Marks) || f[3] > len(x.Titles) ||
+		f[0]%2 != 0 || f[1]%2 != 0 || f[2]%2 != 0 || len(r.Turns)%2 != 0 || len(r.Comps)%2 != 0 || len(r.Marks)%2 != 0 ||
+		r.Size < x.Size || r.Events < x.Events {
+		return false
+	}
+	x.Turns = append(x.Turns[:f[0]], r.Turns...)
+	x.Comps = append(x.Comps[:f[1]], r.Comps...)
+	x.Marks = append(x.Marks[:f[2]], r.Marks...)
+	x.Titles = append(x.Titles[:f[3]], r.Titles...)
+	x.Size, x.Events = r.Size, r.Events
+	x.TurnOpen, x.CompOpen, x.CompInTurn = r.TurnOpen, r.CompOpen, r.CompInTurn
+	return true
+}
+
+// appendRecord appends r as a sidecar line.
+func appendRecord(b []byte, r record) []byte {
+	j, err := json.Marshal(r)
+	if err != nil {
+		panic(err) // ints, bools and strings always encode
+	}
+	b = fmt.Appendf(b, "%08x ", crc32.ChecksumIEEE(j))
+	b = append(b, j...)
+	return append(b, '\n')
+}
+
+// snapshot is a sidecar holding x as one record.
+func (x *index) snapshot() []byte { return appendRecord(nil, x.record(true)) }
 
 // readIndex reads the sidecar at path; see parseIndex.
 func readIndex(path string, hdr, size int64) (*index, bool) {
@@ -203,26 +288,106 @@ func readIndex(path string, hdr, size int64) (*index, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return parseIndex(b, hdr, size)
+	x, _, _, ok := parseIndex(b, hdr, size)
+	return x, ok
 }
 
-// parseIndex decodes a sidecar and checks that it is plausible for a file
-// whose header line is hdr bytes long and which holds at least size bytes.
-// Whether its content matches the file is checked by its users (the seq
-// of the line found at an offset).
-func parseIndex(b []byte, hdr, size int64) (*index, bool) {
-	if len(b) == 0 {
-		return nil, false
+// parseIndex decodes a sidecar for a file whose header line is hdr bytes
+// long and which holds at least size bytes: its records up to the first
+// that is torn, fails its checksum, does not fit, or names more than size
+// bytes. It returns the index and the bytes of b read, and of them the
+// snapshot's. Whether the index matches the file is checked by its users
+// (the seq of the line found at an offset).
+func parseIndex(b []byte, hdr, size int64) (x *index, n, snap int, ok bool) {
+	for n < len(b) {
+		nl := bytes.IndexByte(b[n:], '\n')
+		if nl < 10 || b[n+8] != ' ' {
+			break
+		}
+		line := b[n : n+nl]
+		sum, err := strconv.ParseUint(string(line[:8]), 16, 32)
+		var r record
+		if err != nil || uint32(sum) != crc32.ChecksumIEEE(line[9:]) || json.Unmarshal(line[9:], &r) != nil || r.Size > size {
+			break
+		}
+		if x == nil {
+			if r.V != indexVersion || r.Hdr != hdr || r.Size < hdr || r.From != [4]int{} {
+				return nil, 0, 0, false
+			}
+			x = &index{Hdr: hdr, Size: hdr}
+			snap = nl + 1
+		} else if r.V != 0 {
+			break
+		}
+		if !x.apply(&r) {
+			break
+		}
+		n += nl + 1
 	}
-	x := &index{}
-	if json.Unmarshal(b, x) != nil || x.V != indexVersion || x.Hdr != hdr || x.Size < hdr || x.Size > size ||
-		x.Events < 0 || len(x.Turns)%2 != 0 || len(x.Comps)%2 != 0 || len(x.Marks)%2 != 0 {
-		return nil, false
+	if x == nil || x.Events < 0 {
+		return nil, 0, 0, false
 	}
-	if n := len(x.Marks); n > 0 && (x.Marks[n-2] >= x.Events || x.Marks[n-1] > x.Size) {
-		return nil, false
+	if m := len(x.Marks); m > 0 && (x.Marks[m-2] >= x.Events || x.Marks[m-1] > x.Size) {
+		return nil, 0, 0, false
 	}
-	return x, true
+	x.wrote()
+	return x, n, snap, true
+}
+
+// sidecar appends one writer's fork index records to <id>.idx.
+type sidecar struct {
+	path string
+	f    *os.File // open for appending; nil: the next write is a snapshot
+	size int64    // bytes in the file
+	snap int64    // bytes of its snapshot record
+}
+
+// open continues the sidecar at path, of which n bytes were read (with a
+// snapshot of snap bytes) into the writer's index: what follows them (a
+// torn record, records past the bytes the session keeps) is cut off.
+func (sc *sidecar) open(n, snap int) {
+	f, err := os.OpenFile(sc.path, os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	if f.Truncate(int64(n)) != nil {
+		f.Close()
+		return
+	}
+	if _, err := f.Seek(int64(n), io.SeekStart); err != nil {
+		f.Close()
+		return
+	}
+	sc.f, sc.size, sc.snap = f, int64(n), int64(snap)
+}
+
+// write records what changed in x: one appended line, or a new snapshot
+// when the file is not open or its appended records outgrew the snapshot.
+// Failures are not reported: the sidecar is a cache, and the next write
+// starts a new snapshot.
+func (sc *sidecar) write(x *index) {
+	if sc.f != nil && sc.size-sc.snap <= sc.snap+4<<10 {
+		line := appendRecord(nil, x.record(false))
+		if _, err := sc.f.Write(line); err == nil {
+			sc.size += int64(len(line))
+			x.wrote()
+			return
+		}
+	}
+	sc.close()
+	b := x.snapshot()
+	if !writeFileAtomic(sc.path, b) {
+		return
+	}
+	x.wrote()
+	sc.open(len(b), len(b))
+}
+
+func (sc *sidecar) close() {
+	if sc.f != nil {
+		sc.f.Close()
+		sc.f = nil
+	}
 }
 
 // errBeyond reports a fork seq past the parent's stored events.

@@ -2,7 +2,6 @@ package jsonl
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -248,15 +247,18 @@ func TestForkIndex(t *testing.T) {
 		_, half := richSession(t, s, "p")
 		checkIndexFile(t, s, "p")
 		good, _ := os.ReadFile(s.idxPath("p"))
-		var bogus, old index
-		json.Unmarshal(good, &bogus)
+		hdr := lineEnds(mustRead(t, s.Path("p")))[0]
+		bogus, _, _, ok := parseIndex(good, hdr, 1<<40)
+		if !ok {
+			t.Fatal("the writer's sidecar does not parse")
+		}
 		for i := 1; i < len(bogus.Marks); i += 2 {
 			bogus.Marks[i]-- // every mark one byte short
 		}
-		bb, _ := json.Marshal(&bogus)
-		json.Unmarshal(good, &old)
-		old.V = 0
-		ob, _ := json.Marshal(&old)
+		bb := bogus.snapshot()
+		r := bogus.record(true)
+		r.V = 1
+		ob := appendRecord(nil, r)
 		for name, content := range map[string][]byte{"sidecar": good, "none": nil, "stale": half, "bogus": bb, "version": ob} {
 			t.Run(fmt.Sprintf("gap%d/chunk%d/copy%d/%s", c.gap, c.chunk, c.copy, name), func(t *testing.T) {
 				forkAll(t, s, "p", name == "bogus", func() {
@@ -468,5 +470,104 @@ func TestCopyRangeShrunk(t *testing.T) {
 			t.Errorf("buffer %d: copy past the end: %v", buf, err)
 		}
 		dst.Close()
+	}
+}
+
+// TestSidecarAppends: the writer appends a record per turn to the fork
+// index sidecar instead of rewriting it: the file keeps its identity and
+// every earlier content is a prefix of the next, until the appended
+// records outgrow the snapshot and a new snapshot replaces the file. Its
+// size stays within a few times the snapshot's.
+func TestSidecarAppends(t *testing.T) {
+	s := newStore(t)
+	w, err := s.Create(bg, session.Header{ID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := session.NewLog(w.Header())
+	prev, _ := os.ReadFile(s.idxPath("p"))
+	fi, _ := os.Stat(s.idxPath("p"))
+	appends, snapshots := 0, 0
+	for n := 1; n <= 60; n++ {
+		if err := w.Append(bg, turnEvents(t, l, n, n%7 == 0)); err != nil {
+			t.Fatal(err)
+		}
+		cur, _ := os.ReadFile(s.idxPath("p"))
+		cfi, _ := os.Stat(s.idxPath("p"))
+		switch {
+		case os.SameFile(fi, cfi) && bytes.HasPrefix(cur, prev) && len(cur) > len(prev):
+			appends++
+		case !os.SameFile(fi, cfi):
+			snapshots++
+			_, _, snap, ok := parseIndex(cur, lineEnds(mustRead(t, s.Path("p")))[0], 1<<40)
+			if !ok || snap != len(cur) {
+				t.Fatalf("turn %d: a new sidecar that is not one snapshot (%d of %d bytes)", n, snap, len(cur))
+			}
+		default:
+			t.Fatalf("turn %d: the sidecar was rewritten in place", n)
+		}
+		prev, fi = cur, cfi
+		checkIndexFile(t, s, "p")
+	}
+	if appends < 40 || snapshots == 0 || snapshots > 10 {
+		t.Errorf("%d appends and %d snapshots in 60 turns", appends, snapshots)
+	}
+	w.Close()
+}
+
+// TestSidecarTornTail: a sidecar cut inside a record, with a record whose
+// checksum fails, or with garbage after its last record is read up to its
+// last good record (Fork scans the rest); the next writer cuts it back
+// there and appends, so after it the sidecar agrees with the file.
+func TestSidecarTornTail(t *testing.T) {
+	for name, damage := range map[string]func(good []byte, ends []int64) ([]byte, int){
+		"cut": func(good []byte, ends []int64) ([]byte, int) { return good[:ends[1]+5], 2 },
+		"crc": func(good []byte, ends []int64) ([]byte, int) {
+			b := bytes.Clone(good)
+			b[ends[1]+12] ^= 1 // inside the third record's JSON
+			return b, 2
+		},
+		"garbage": func(good []byte, ends []int64) ([]byte, int) {
+			return append(bytes.Clone(good), "\x00\x00zz"...), len(ends)
+		},
+		"newline": func(good []byte, ends []int64) ([]byte, int) {
+			return append(bytes.Clone(good), "0000 {}\n"...), len(ends)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t)
+			richSession(t, s, "p")
+			good := mustRead(t, s.idxPath("p"))
+			ends := lineEnds(good)
+			if len(ends) < 3 {
+				t.Fatalf("the sidecar has %d records", len(ends))
+			}
+			content, records := damage(good, ends)
+			os.WriteFile(s.idxPath("p"), content, 0o600)
+			hdr := lineEnds(mustRead(t, s.Path("p")))[0]
+			n := int(ends[records-1])
+			if _, got, _, ok := parseIndex(content, hdr, 1<<40); !ok || got != n {
+				t.Fatalf("read %d bytes (ok %v), want %d records (%d bytes)", got, ok, records, n)
+			}
+			if _, err := s.Fork(bg, "p", -1, session.Header{ID: "c"}); err != nil {
+				t.Fatal(err)
+			}
+			s.Delete(bg, "c")
+			w, ld, err := s.Open(bg, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := ld.Log
+			turn, _ := l.Turn()
+			if err := w.Append(bg, turnEvents(t, l, turn+1, false)); err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			checkIndexFile(t, s, "p")
+			got := mustRead(t, s.idxPath("p"))
+			if _, all, _, _ := parseIndex(got, hdr, 1<<40); !bytes.HasPrefix(got, good[:n]) || all != len(got) {
+				t.Errorf("the writer did not cut the sidecar back to its good records and append (%d of %d bytes read):\n%s", all, len(got), got)
+			}
+		})
 	}
 }

@@ -16,9 +16,12 @@
 //     decides session.ForkPoint's rule and finds the bytes to copy without
 //     parsing the parent. Same trust rule as .meta: lines after the size it
 //     names are scanned by their fixed prefix only; a missing or mismatched
-//     one means a prefix scan. The writer rewrites it when a commit leaves
-//     the session between turns with new spans, marks or titles, and on
-//     Close; Open rebuilds it (prefix scan) when it is missing.
+//     one means a prefix scan. It is a log of checksummed records: the
+//     writer appends one when a commit leaves the session between turns
+//     with new spans, marks or titles (and on Close), and writes a new
+//     snapshot only when the appended records outgrow the last one; Open
+//     cuts a torn or damaged tail off and rebuilds a missing sidecar
+//     (prefix scan).
 //   - A Writer holds an exclusive flock(2) on the session's lock file
 //     .<id>.lock (and on the session file), so a second writer, in this
 //     process or another, gets store.ErrLocked, even if another program
@@ -321,7 +324,7 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 	}
 	l := p.loaded.Log
 	stored := l.Len() - int64(len(p.loaded.Repair))
-	x := s.openIndex(id, f, p.good, stored)
+	x, sc := s.openIndex(id, f, p.good, stored)
 	if p.good < p.size {
 		// Drop the sidecar first: it may describe bytes about to vanish.
 		// (The fork index describes p.good bytes at most: openIndex.)
@@ -341,6 +344,7 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 		m.Updated = p.header.CreatedAt
 	}
 	w := s.newWriter(p.header, f, m, x)
+	w.idx = sc
 	w.lock = lk
 	if len(p.loaded.Repair) > 0 {
 		if err := w.Append(ctx, p.loaded.Repair); err != nil {
@@ -353,31 +357,34 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 }
 
 // openIndex returns the fork index of the first good bytes of session id
-// (f, holding stored events) for its writer: the sidecar extended by a
-// prefix scan of the lines after the size it names, or a prefix scan of
-// the whole file when the sidecar is missing or implausible (one of more
-// than good bytes is removed: a torn tail is about to be truncated). When
-// even a scan disagrees with the load it returns nil, and the writer keeps
-// no index (Fork then scans).
-func (s *Store) openIndex(id string, f *os.File, good, stored int64) *index {
+// (f, holding stored events) for its writer, with the writer's sidecar:
+// the records of the sidecar that describe at most good bytes, extended by
+// a prefix scan of the lines after them; or, when the sidecar is missing
+// or unusable, a prefix scan of the whole file (the sidecar is then
+// replaced by the writer's first write). When even a scan disagrees with
+// the load it returns a nil index, and the writer keeps none (Fork then
+// scans).
+func (s *Store) openIndex(id string, f *os.File, good, stored int64) (*index, sidecar) {
 	path := s.idxPath(id)
+	sc := sidecar{path: path}
 	line, err := readHeaderLine(f, good)
 	if err != nil {
 		os.Remove(path)
-		return nil
+		return nil, sc
 	}
 	hdr := int64(len(line))
-	if x, ok := readIndex(path, hdr, good); ok {
-		if x.scan(f, s.Path(id), good, -1) == nil && x.Events == stored {
-			return x
+	if b, err := os.ReadFile(path); err == nil {
+		if x, n, snap, ok := parseIndex(b, hdr, good); ok && x.scan(f, s.Path(id), good, -1) == nil && x.Events == stored {
+			sc.open(n, snap)
+			return x, sc
 		}
 	}
 	os.Remove(path)
 	x := newIndex(hdr)
 	if x.scan(f, s.Path(id), good, -1) == nil && x.Events == stored {
-		return x
+		return x, sc
 	}
-	return nil
+	return nil, sc
 }
 
 // Load implements store.Store.
@@ -526,7 +533,7 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 	}
 	hdr := int64(len(line))
 
-	x, ok := parseIndex(idxRaw, hdr, st.Size())
+	x, _, _, ok := parseIndex(idxRaw, hdr, st.Size())
 	if !ok {
 		x = newIndex(hdr)
 	}
@@ -584,7 +591,7 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 		m.Updated = atTime
 	}
 	m.write(s.metaPath(h.ID))
-	cx.write(s.idxPath(h.ID))
+	writeFileAtomic(s.idxPath(h.ID), cx.snapshot())
 	return h, nil
 }
 

@@ -71,16 +71,16 @@ func (m *meta) scan(r *bufio.Reader) {
 
 // write replaces the sidecar at path (no fsync: a lost or stale sidecar
 // only costs List a scan).
-func (m *meta) write(path string) { writeSidecar(path, m) }
-
-// writeSidecar replaces the JSON sidecar at path with v through a
-// temporary file and a rename, without fsync: sidecars are caches, trusted
-// only up to the file size they name. It reports whether v was written.
-func writeSidecar(path string, v any) bool {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return false
+func (m *meta) write(path string) {
+	if b, err := json.Marshal(m); err == nil {
+		writeFileAtomic(path, b)
 	}
+}
+
+// writeFileAtomic replaces the sidecar at path with b through a temporary
+// file and a rename, without fsync: sidecars are caches, trusted only up
+// to the file size they name. It reports whether b was written.
+func writeFileAtomic(path string, b []byte) bool {
 	dir, name := filepath.Split(path)
 	tmp := filepath.Join(dir, "."+name+".tmp")
 	if os.WriteFile(tmp, b, 0o600) != nil {

@@ -43,6 +43,7 @@ type writer struct {
 	size    int64             // durable size in bytes
 	m       meta              // summary of the durable content
 	ix      *index            // fork index of the durable content; nil: not kept
+	idx     sidecar           // the fork index's file
 	metaAt  time.Time
 	scratch []byte
 }
@@ -57,7 +58,7 @@ type req struct {
 }
 
 func (s *Store) newWriter(h session.Header, f *os.File, m meta, x *index) *writer {
-	w := &writer{s: s, id: h.ID, hdr: h, osf: f, f: f, next: m.Events, size: m.Size, m: m, ix: x}
+	w := &writer{s: s, id: h.ID, hdr: h, osf: f, f: f, next: m.Events, size: m.Size, m: m, ix: x, idx: sidecar{path: s.idxPath(h.ID)}}
 	w.fi, _ = f.Stat()
 	if s.wrap != nil {
 		w.f = s.wrap(f)
@@ -190,9 +191,9 @@ func (w *writer) commit(group []*req) error {
 			}
 		}
 		// New fork points (a turn/end, a between-turn boundary or title)
-		// are written at once; within a turn nothing Fork needs changes.
+		// are recorded at once; within a turn nothing Fork needs changes.
 		if w.ix.dirty && !w.ix.TurnOpen {
-			w.ix.write(w.s.idxPath(w.id))
+			w.idx.write(w.ix)
 		}
 	}
 	w.size += int64(len(buf))
@@ -234,8 +235,8 @@ func (w *writer) writeMeta() {
 	defer w.mu.Unlock()
 	w.metaAt = time.Now()
 	w.m.write(w.s.metaPath(w.id))
-	if w.ix != nil {
-		w.ix.write(w.s.idxPath(w.id))
+	if w.ix != nil && (w.ix.dirty || w.idx.f == nil) {
+		w.idx.write(w.ix)
 	}
 }
 
@@ -256,8 +257,8 @@ func (w *writer) Close() error {
 	}
 	if w.broken == nil {
 		w.m.write(w.s.metaPath(w.id))
-		if w.ix != nil {
-			w.ix.write(w.s.idxPath(w.id))
+		if w.ix != nil && w.ix.dirty {
+			w.idx.write(w.ix)
 		}
 	} else if err == nil {
 		err = w.broken
@@ -275,6 +276,9 @@ func (w *writer) abandon() {
 		w.closed = true
 		w.mu.Unlock()
 		w.osf.Close()
+		w.mu.Lock()
+		w.idx.close()
+		w.mu.Unlock()
 		if w.lock != nil {
 			w.lock.Close()
 		}
