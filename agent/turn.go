@@ -440,7 +440,7 @@ func (a *Agent) prepare(ctx context.Context, turn, step int, first bool) (*llm.R
 					a.hdr = &h
 				}
 			}
-			a.sent = sentRequest{known: true, model: h.Model, system: h.System, tools: h.Tools, msgs: msgs, n: len(msgs)}
+			a.sent = sentRequest{known: true, model: h.Model, system: h.System, tools: h.Tools, msgs: msgs, n: len(msgs), adapter: measured}
 			upTo = a.log.Len()
 		})
 		if !again {
@@ -461,15 +461,19 @@ type sentRequest struct {
 	n             int
 	// compacted: a compaction completed since.
 	compacted bool
+	// adapter: the adapter's cache holds this request (it was prepared
+	// through it), so what it measures next is relative to this one.
+	adapter bool
 }
 
 // prefix returns the record of a broken prefix for the request of header h
 // and messages msgs, or nil when the request repeats the whole previous
-// one ahead of its new messages. shared is what the adapter measured
-// (when measured), else the leading messages are compared by identity
-// here. A change of model, tools or system prompt breaks the prefix at
-// its start; a compaction or another change of history at the first
-// message that differs.
+// one ahead of its new messages. shared is what the adapter measured when
+// it encoded the request after the previous one (measured); otherwise the
+// leading messages are compared by identity here, as adapters do. A
+// change of model, tools or system prompt breaks the prefix at its start;
+// a compaction or another change of history at the first message that
+// differs.
 func (s *sentRequest) prefix(h *session.RequestHeader, msgs []llm.Message, shared llm.Shared, measured bool) *session.Prefix {
 	if !s.known {
 		return nil
@@ -483,8 +487,13 @@ func (s *sentRequest) prefix(h *session.RequestHeader, msgs []llm.Message, share
 		return &session.Prefix{Break: session.BreakSystem}
 	}
 	k := 0
-	for k < len(s.msgs) && k < len(msgs) && wire.Same(&s.msgs[k], &msgs[k]) {
-		k++
+	if measured && s.adapter {
+		k = min(shared.Messages, len(s.msgs))
+	} else {
+		for k < len(s.msgs) && k < len(msgs) && wire.Same(&s.msgs[k], &msgs[k]) {
+			k++
+		}
+		measured = false
 	}
 	if k >= s.n {
 		return nil
@@ -493,7 +502,7 @@ func (s *sentRequest) prefix(h *session.RequestHeader, msgs []llm.Message, share
 	if s.compacted {
 		p.Break = session.BreakCompaction
 	}
-	if measured && shared.Messages == k {
+	if measured {
 		p.Bytes = shared.Bytes
 	}
 	return p
