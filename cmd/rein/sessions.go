@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
+	"github.com/reinhq/rein/store/jsonl"
 	"github.com/reinhq/rein/transcript"
 )
 
@@ -131,7 +133,7 @@ func (a *app) load(ctx context.Context, st store.Store, id string) (*store.Loade
 }
 
 func (a *app) sessionsShow() *cobra.Command {
-	var asJSON, verbose, seqs, follow bool
+	var asJSON, verbose, seqs, follow, stats bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "Print a session's transcript",
@@ -141,16 +143,32 @@ and results in summary, and turn boundaries with their outcome. A session
 that a crash left open is shown repaired (its last turn "interrupted"),
 without changing the file.
 
---json prints the raw events instead, one JSON line each, as repaired.
+--json prints the raw events instead, one JSON line each, as repaired. It
+streams: a JSONL session is read line by line, never held whole, so showing a
+large session needs little memory (a crash-left session is read a second time
+to compute its repair).
 --seqs prefixes each entry with its event seq (for 'sessions fork --at').
 --follow keeps printing events as they are appended, by any process on any
 machine, until interrupted (stores that support it: postgres://); a turn
-running elsewhere is shown as it is, not repaired.`,
+running elsewhere is shown as it is, not repaired.
+
+--stats prints the session's model requests and prompt caching instead: the
+requests, the input tokens and the share of them read from the provider's
+prompt cache, and every point where the cached prefix broke (a new model,
+tool set or system prompt, a compaction, an edited history), with the input
+tokens it cost and, for models with known prices, the money. With --json it
+prints the same as one JSON object.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.openStore()
 			if err != nil {
 				return err
+			}
+			if stats {
+				return a.showStats(cmd.Context(), st, args[0], asJSON)
+			}
+			if asJSON && !follow {
+				return a.streamJSON(cmd.Context(), st, args[0])
 			}
 			loaded, err := a.load(cmd.Context(), st, args[0])
 			if err != nil {
@@ -160,14 +178,6 @@ running elsewhere is shown as it is, not repaired.`,
 				return a.follow(cmd.Context(), st, args[0], 0, true, transcript.Options{})
 			}
 			evs := loaded.Log.Events(0)
-			if asJSON {
-				var b []byte
-				for _, ev := range evs {
-					b = ev.AppendLine(b)
-				}
-				_, err := a.stdout.Write(b)
-				return err
-			}
 			h := loaded.Log.Header()
 			title := loaded.Log.Title()
 			if title == "" {
@@ -205,7 +215,61 @@ running elsewhere is shown as it is, not repaired.`,
 	cmd.Flags().BoolVar(&verbose, "all", false, "also show reasoning, usage, models and every hook run")
 	cmd.Flags().BoolVar(&seqs, "seqs", false, "prefix entries with their event seq")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events as they are appended, until interrupted")
+	cmd.Flags().BoolVar(&stats, "stats", false, "print request and prompt-cache statistics")
 	return cmd
+}
+
+// streamJSON prints session id's events, then its repair, as JSON lines,
+// streaming them (see streamEvents).
+func (a *app) streamJSON(ctx context.Context, st store.Store, id string) error {
+	w := bufio.NewWriterSize(a.stdout, 256<<10)
+	var b []byte
+	var werr error
+	rep, err := streamEvents(ctx, st, id, func(ev session.Event) error {
+		b = ev.AppendLine(b[:0])
+		_, werr = w.Write(b)
+		return werr
+	})
+	if err == nil {
+		for _, ev := range rep {
+			if _, err = w.Write(ev.AppendLine(b[:0])); err != nil {
+				break
+			}
+		}
+	}
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	switch {
+	case err == nil || werr != nil && errors.Is(err, werr):
+		return err
+	case errors.Is(err, session.ErrCorrupt) || errors.Is(err, store.ErrSeq):
+		return fmt.Errorf("session %s: %w (try 'rein sessions repair %s')", id, err, id)
+	}
+	return fmt.Errorf("session %s: %w", id, err)
+}
+
+// streamEvents calls fn with each stored event of session id, in order,
+// and returns the events crash repair adds. A JSONL store streams the file
+// (jsonl.Store.Stream: one line at a time); another store's session is
+// loaded and handed over in bounded batches.
+func streamEvents(ctx context.Context, st store.Store, id string, fn func(session.Event) error) ([]session.Event, error) {
+	if js, ok := st.(*jsonl.Store); ok {
+		return js.Stream(ctx, id, fn)
+	}
+	ld, err := st.Load(ctx, id, store.LoadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	stored := ld.Log.Len() - int64(len(ld.Repair))
+	for from := int64(0); from < stored; from += 4096 {
+		for _, ev := range ld.Log.EventRange(from, min(from+4096, stored)) {
+			if err := fn(ev); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return ld.Repair, nil
 }
 
 func (a *app) sessionsFork() *cobra.Command {
@@ -214,9 +278,11 @@ func (a *app) sessionsFork() *cobra.Command {
 		Use:   "fork ID",
 		Short: "Copy a session up to an event into a new session",
 		Long: `Fork creates a new session holding the events of ID up to and including seq
---at (default: the last event). The fork point must lie between turns: on a
-turn/end or on a message outside any turn (for example an injected context);
-a seq inside a turn is refused. The child records its parent and fork seq, keeps
+--at (default: the last event, or, when ID is inside a turn because it is
+running or a crash interrupted it, the last event before that turn). The fork
+point must lie between turns: on a turn/end or on a message outside any turn
+(for example an injected context); a seq inside a turn is refused. A JSONL
+parent is copied, not loaded, so forking costs about a copy of its file. The child records its parent and fork seq, keeps
 the parent's directory (unless --cwd) and inherits nothing pending. It prints
 the new session's id.
 
@@ -229,14 +295,17 @@ the new session's id.
 				return err
 			}
 			id := args[0]
-			loaded, err := a.load(ctx, st, id)
+			fp, err := a.lastForkPoint(ctx, st, id)
 			if err != nil {
 				return err
 			}
 			if !cmd.Flags().Changed("at") {
-				at = loaded.Log.Len() - 1
+				at = fp.At
+				if fp.At < fp.Last {
+					fmt.Fprintf(a.stderr, "rein: session %s is inside a turn after #%d (running, or interrupted by a crash); forking at #%d\n", id, fp.At, fp.At)
+				}
 			}
-			cwd := loaded.Log.Header().Cwd
+			cwd := fp.Header.Cwd
 			if cwd == "" || a.cwd != "" {
 				cwd = a.dir
 			}
@@ -253,6 +322,31 @@ the new session's id.
 	}
 	cmd.Flags().Int64Var(&at, "at", -1, "last `SEQ` the fork holds (default: the last event)")
 	return cmd
+}
+
+// lastForkPoint is where session id can be forked latest. A JSONL store
+// answers from its fork index without loading the parent
+// (jsonl.Store.LastForkPoint); another store's session is loaded, and the
+// point found walking back from its last stored event.
+func (a *app) lastForkPoint(ctx context.Context, st store.Store, id string) (jsonl.ForkPoint, error) {
+	if js, ok := st.(*jsonl.Store); ok {
+		fp, err := js.LastForkPoint(ctx, id)
+		if err != nil {
+			return fp, fmt.Errorf("fork %s: %w", id, err)
+		}
+		return fp, nil
+	}
+	loaded, err := a.load(ctx, st, id)
+	if err != nil {
+		return jsonl.ForkPoint{}, err
+	}
+	// The repair closes an open turn in memory only, after the stored
+	// events: they end inside it, where ForkPoint refuses.
+	l := loaded.Log
+	fp := jsonl.ForkPoint{Last: l.Len() - 1 - int64(len(loaded.Repair)), Header: l.Header()}
+	for fp.At = fp.Last; fp.At >= 0 && session.ForkPoint(l, fp.At) != nil; fp.At-- {
+	}
+	return fp, nil
 }
 
 func (a *app) sessionsRm() *cobra.Command {

@@ -51,6 +51,31 @@ type Model struct {
 	ContextWindow int
 	// MaxOutput is the most output tokens of one response.
 	MaxOutput int
+	// Price is the model's list price, zero when unknown.
+	Price Price
+}
+
+// Price is a model's list price in US dollars per million tokens: input
+// tokens read from neither the prompt cache nor written to it, tokens read
+// from the cache, tokens written to it (providers that bill writes:
+// Anthropic, 5-minute cache), and output tokens.
+type Price struct {
+	Input, CacheRead, CacheWrite, Output float64
+}
+
+// Known reports whether p is a price at all.
+func (p Price) Known() bool { return p != Price{} }
+
+// Cost is the price of one response's usage. Usage counts every prompt
+// token in Input, cached ones included; CacheRead and CacheWrite are parts
+// of it.
+func (p Price) Cost(u llm.Usage) float64 {
+	plain := max(u.Input-u.CacheRead-u.CacheWrite, 0)
+	write := p.CacheWrite
+	if write == 0 {
+		write = p.Input
+	}
+	return (float64(plain)*p.Input + float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*write + float64(u.Output)*p.Output) / 1e6
 }
 
 // Spec is "provider:model".
@@ -113,30 +138,42 @@ func KeyEnvs() []string {
 // DeepSeek: 128K context; deepseek-chat outputs at most 8K, the reasoner
 // (thinking mode) 64K. OpenAI gpt-4.1: 1,047,576 / 32,768. Anthropic
 // Claude 4.x: 200K context, 64K output (Opus 4/4.1: 32K).
+//
+// Prices are the providers' list prices as their pricing pages gave them
+// (DeepSeek: the price list in force from 2025-09-05; Anthropic: base
+// input, 5-minute cache writes, cache hits, output; OpenAI: input, cached
+// input, output). They change: Config.Models overrides them, and they are
+// only ever used to estimate (rein sessions show --stats).
 var models = map[string]Model{
-	"deepseek:deepseek-chat":             {ContextWindow: 131072, MaxOutput: 8192},
-	"deepseek:deepseek-reasoner":         {ContextWindow: 131072, MaxOutput: 65536},
-	"openai:gpt-4.1":                     {ContextWindow: 1047576, MaxOutput: 32768},
-	"openai:gpt-4.1-mini":                {ContextWindow: 1047576, MaxOutput: 32768},
-	"openai:gpt-4o":                      {ContextWindow: 128000, MaxOutput: 16384},
-	"openai:o3":                          {ContextWindow: 200000, MaxOutput: 100000},
-	"openai:o4-mini":                     {ContextWindow: 200000, MaxOutput: 100000},
-	"openai:gpt-5":                       {ContextWindow: 400000, MaxOutput: 128000},
-	"anthropic:claude-sonnet-4-5":        {ContextWindow: 200000, MaxOutput: 64000},
-	"anthropic:claude-haiku-4-5":         {ContextWindow: 200000, MaxOutput: 64000},
-	"anthropic:claude-opus-4-1":          {ContextWindow: 200000, MaxOutput: 32000},
-	"anthropic:claude-sonnet-4-0":        {ContextWindow: 200000, MaxOutput: 64000},
-	"anthropic:claude-3-7-sonnet-latest": {ContextWindow: 200000, MaxOutput: 64000},
+	"deepseek:deepseek-chat":             {ContextWindow: 131072, MaxOutput: 8192, Price: deepseek},
+	"deepseek:deepseek-reasoner":         {ContextWindow: 131072, MaxOutput: 65536, Price: deepseek},
+	"openai:gpt-4.1":                     {ContextWindow: 1047576, MaxOutput: 32768, Price: Price{Input: 2, CacheRead: 0.5, Output: 8}},
+	"openai:gpt-4.1-mini":                {ContextWindow: 1047576, MaxOutput: 32768, Price: Price{Input: 0.4, CacheRead: 0.1, Output: 1.6}},
+	"openai:gpt-4o":                      {ContextWindow: 128000, MaxOutput: 16384, Price: Price{Input: 2.5, CacheRead: 1.25, Output: 10}},
+	"openai:o3":                          {ContextWindow: 200000, MaxOutput: 100000, Price: Price{Input: 2, CacheRead: 0.5, Output: 8}},
+	"openai:o4-mini":                     {ContextWindow: 200000, MaxOutput: 100000, Price: Price{Input: 1.1, CacheRead: 0.275, Output: 4.4}},
+	"openai:gpt-5":                       {ContextWindow: 400000, MaxOutput: 128000, Price: Price{Input: 1.25, CacheRead: 0.125, Output: 10}},
+	"anthropic:claude-sonnet-4-5":        {ContextWindow: 200000, MaxOutput: 64000, Price: sonnet},
+	"anthropic:claude-haiku-4-5":         {ContextWindow: 200000, MaxOutput: 64000, Price: Price{Input: 1, CacheRead: 0.1, CacheWrite: 1.25, Output: 5}},
+	"anthropic:claude-opus-4-1":          {ContextWindow: 200000, MaxOutput: 32000, Price: Price{Input: 15, CacheRead: 1.5, CacheWrite: 18.75, Output: 75}},
+	"anthropic:claude-sonnet-4-0":        {ContextWindow: 200000, MaxOutput: 64000, Price: sonnet},
+	"anthropic:claude-3-7-sonnet-latest": {ContextWindow: 200000, MaxOutput: 64000, Price: sonnet},
 	"ollama:qwen3":                       {ContextWindow: 40960, MaxOutput: 8192},
 }
 
-// Lookup returns the limits of provider:name from cfg.Models, the built-in
-// table, or the provider's defaults, field by field in that order.
+var (
+	deepseek = Price{Input: 0.56, CacheRead: 0.07, Output: 1.68}
+	sonnet   = Price{Input: 3, CacheRead: 0.3, CacheWrite: 3.75, Output: 15}
+)
+
+// Lookup returns the limits and price of provider:name from cfg.Models,
+// the built-in table, or the provider's defaults (limits only), field by
+// field in that order (the price as a whole).
 func Lookup(providerName, name string, cfg Config) Model {
 	m := Model{Provider: providerName, Name: name}
 	key := providerName + ":" + name
 	if b, ok := models[key]; ok {
-		m.ContextWindow, m.MaxOutput = b.ContextWindow, b.MaxOutput
+		m.ContextWindow, m.MaxOutput, m.Price = b.ContextWindow, b.MaxOutput, b.Price
 	}
 	if o, ok := cfg.Models[key]; ok {
 		if o.ContextWindow > 0 {
@@ -144,6 +181,9 @@ func Lookup(providerName, name string, cfg Config) Model {
 		}
 		if o.MaxOutput > 0 {
 			m.MaxOutput = o.MaxOutput
+		}
+		if o.Price.Known() {
+			m.Price = o.Price
 		}
 	}
 	if pv, ok := providers[providerName]; ok {

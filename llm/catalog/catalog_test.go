@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,7 +49,7 @@ func TestResolveErrors(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	_, m, err := Resolve("deepseek:deepseek-reasoner", Config{}, env(map[string]string{"DEEPSEEK_API_KEY": "k"}))
-	if err != nil || m != (Model{Provider: "deepseek", Name: "deepseek-reasoner", ContextWindow: 131072, MaxOutput: 65536}) {
+	if err != nil || m != (Model{Provider: "deepseek", Name: "deepseek-reasoner", ContextWindow: 131072, MaxOutput: 65536, Price: deepseek}) {
 		t.Fatalf("%+v %v", m, err)
 	}
 	cfg := Config{Models: map[string]Model{"deepseek:deepseek-reasoner": {ContextWindow: 1000000}, "openai:my-finetune": {ContextWindow: 5000, MaxOutput: 100}}}
@@ -172,5 +173,30 @@ func TestHeadersAndKeyEnvs(t *testing.T) {
 	}
 	if got := strings.Join(KeyEnvs(), ","); got != "ANTHROPIC_API_KEY,DEEPSEEK_API_KEY,OPENAI_API_KEY" {
 		t.Fatalf("KeyEnvs = %s", got)
+	}
+}
+
+// TestPrice: the table's prices, a configured override, and the cost of a
+// response's usage: uncached input at the input price, cache reads and
+// writes at theirs (writes at the input price where a provider does not
+// bill them apart), output at the output price.
+func TestPrice(t *testing.T) {
+	m := Lookup("anthropic", "claude-sonnet-4-5", Config{})
+	u := llm.Usage{Input: 1_000_000, CacheRead: 600_000, CacheWrite: 100_000, Output: 10_000}
+	// 300k plain × $3 + 600k × $0.30 + 100k × $3.75 + 10k × $15 (per M)
+	if got, want := m.Price.Cost(u), 0.9+0.18+0.375+0.15; math.Abs(got-want) > 1e-9 {
+		t.Errorf("sonnet cost %v, want %v", got, want)
+	}
+	d := Lookup("deepseek", "deepseek-chat", Config{})
+	// DeepSeek bills no writes: they are plain input.
+	if got, want := d.Price.Cost(u), (400_000*0.56+600_000*0.07+10_000*1.68)/1e6; math.Abs(got-want) > 1e-9 {
+		t.Errorf("deepseek cost %v, want %v", got, want)
+	}
+	if p := Lookup("ollama", "qwen3", Config{}).Price; p.Known() {
+		t.Errorf("a local model has a price: %+v", p)
+	}
+	o := Lookup("deepseek", "deepseek-chat", Config{Models: map[string]Model{"deepseek:deepseek-chat": {Price: Price{Input: 1}}}})
+	if o.Price != (Price{Input: 1}) || o.ContextWindow != 131072 {
+		t.Errorf("override: %+v", o)
 	}
 }

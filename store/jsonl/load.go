@@ -235,15 +235,9 @@ func parseSource(file string, h *session.Header, src *source, opts store.LoadOpt
 				// A final line without '\n', or one that does not
 				// parse, is a torn tail: a crash while writing.
 				torn = len(body) - len(complete)
-				if torn == 0 && len(pending) > 0 {
-					last := pending[:len(pending)-1]
-					// Only the last commit can be unsynced, so only the
-					// final line can hold a lost page (zeros): a final line
-					// that is not JSON is torn, whatever its prefix says.
-					if _, err := session.ParseLine(last); err != nil || !json.Valid(last) {
-						torn = len(pending)
-						pending = nil
-					}
+				if torn == 0 && len(pending) > 0 && tornFinal(pending[:len(pending)-1]) {
+					torn = len(pending)
+					pending = nil
 				}
 				return feed(pending)
 			}
