@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 		serveModel()
 		return
 	}
+	if f := os.Getenv(spawnEnv); f != "" {
+		os.Exit(spawn(f))
+	}
 	os.Exit(m.Run())
 }
 
