@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"unsafe"
 
 	"github.com/reinhq/rein/llm"
 )
@@ -174,10 +175,16 @@ func (m *Messages[M]) Update(msgs []llm.Message, enc func(b []byte, i int) ([]by
 // equal ones). Messages are never modified once sent, so the same message
 // has the same encoding.
 func Same(a, b *llm.Message) bool {
-	return a.Role == b.Role && a.ToolCallID == b.ToolCallID && a.IsError == b.IsError &&
-		len(a.Content) == len(b.Content) && len(a.ToolCalls) == len(b.ToolCalls) &&
-		(len(a.Content) == 0 || &a.Content[0] == &b.Content[0]) &&
-		(len(a.ToolCalls) == 0 || &a.ToolCalls[0] == &b.ToolCalls[0])
+	return a.IsError == b.IsError && len(a.Content) == len(b.Content) && len(a.ToolCalls) == len(b.ToolCalls) &&
+		unsafe.SliceData(a.Content) == unsafe.SliceData(b.Content) &&
+		unsafe.SliceData(a.ToolCalls) == unsafe.SliceData(b.ToolCalls) &&
+		sameString(string(a.Role), string(b.Role)) && sameString(a.ToolCallID, b.ToolCallID)
+}
+
+// sameString is a == b, without a call when both are the same bytes (as
+// the fields of a message and of its copy are).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // AppendJSON appends v encoded as encoding/json does, without HTML escaping
