@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"iter"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -30,6 +31,12 @@ import (
 // prompt, a tool step, an answer step of 20 deltas), interleaved in rounds
 // so machine load hits both alike. CPU is the process's user+system time,
 // which the model server's is not. Target: cpu-ratio <= 2.
+//
+// That session's whole history is 2 MB on the wire (about 500,000 tokens:
+// only a 1M-token model takes it). A real session that long has been
+// compacted to fit its model's window; the third side is the same 100,000
+// events with a compaction that leaves a request of about 400 KB (about
+// 100,000 tokens, inside DeepSeek's 128K): cpu-ratio-compacted.
 //
 // The request body grows with the history (2 MB at 100,000 events here),
 // and sending it costs CPU in any client: the kernel's TCP send and the
@@ -106,6 +113,7 @@ func stepRealPath(b *testing.B, url, dialect string) {
 	bodyOf := cfg.Provider.(interface {
 		Body(*llm.Request) ([]byte, error)
 	}).Body
+	compacted := compactedCopy(b, st, ld, "large", "compacted", 400<<10)
 	ld = nil
 
 	turn := func(a *agent.Agent) {
@@ -159,7 +167,7 @@ func stepRealPath(b *testing.B, url, dialect string) {
 		}
 		str.Close()
 	}
-	sides := []*stepSide{{base: "small", events: small}, {base: "large", events: large}}
+	sides := []*stepSide{{base: "small", events: small}, {base: "large", events: large}, {base: "compacted", events: compacted}}
 	const round = 10 // turns per side per round (20 steps)
 	b.ResetTimer()
 	for range b.N {
@@ -191,7 +199,7 @@ func stepRealPath(b *testing.B, url, dialect string) {
 	for _, s := range sides {
 		_ = s.a.Close(context.Background())
 	}
-	fresh, big := sides[0], sides[1]
+	fresh, big, comp := sides[0], sides[1], sides[2]
 	b.ReportMetric(median(fresh.cpu), "cpu-µs/step@fresh")
 	b.ReportMetric(median(big.cpu), "cpu-µs/step@100k")
 	b.ReportMetric(median(big.cpu)/median(fresh.cpu), "cpu-ratio")
@@ -201,6 +209,9 @@ func stepRealPath(b *testing.B, url, dialect string) {
 	b.ReportMetric(median(fresh.post), "transport-µs@fresh")
 	b.ReportMetric(median(big.post), "transport-µs@100k")
 	b.ReportMetric((median(big.cpu)-median(big.post))/(median(fresh.cpu)-median(fresh.post)), "own-ratio")
+	b.ReportMetric(median(comp.cpu), "cpu-µs/step@100k-compacted")
+	b.ReportMetric(median(comp.cpu)/median(fresh.cpu), "cpu-ratio-compacted")
+	b.ReportMetric(float64(len(comp.body)), "body-bytes@100k-compacted")
 }
 
 // modelName strips the "provider:" prefix, as the agent does.
@@ -219,4 +230,47 @@ func median(xs []float64) float64 {
 		return 0
 	}
 	return s[len(s)/2]
+}
+
+// compactedCopy forks session id (loaded as ld) into child and compacts the
+// child through the agent, with a model that answers every request with a
+// short summary, keeping the most recent messages verbatim up to about
+// keepBytes of text. It returns the child's event count.
+func compactedCopy(b *testing.B, st store.Store, ld *store.Loaded, id, child string, keepBytes int) int64 {
+	msgs := ld.Log.Messages()
+	keep, size := 0, 0
+	for i := len(msgs) - 1; i >= 0 && size < keepBytes; i-- {
+		for _, p := range msgs[i].Content {
+			size += len(p.Text)
+		}
+		keep++
+	}
+	a, err := agent.Fork(context.Background(), st, id, ld.Log.Len()-1, agent.Config{SessionID: child, Provider: summarizer{}, Model: "deepseek:deepseek-chat"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer a.Close(context.Background())
+	if err := a.Compact(context.Background(), agent.CompactOptions{Keep: keep}); err != nil {
+		b.Fatal(err)
+	}
+	if err := a.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	cl, err := st.Load(bg, child, store.LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cl.Log.Len()
+}
+
+// summarizer answers every request with a 2 KB summary.
+type summarizer struct{}
+
+func (summarizer) Name() string { return "deepseek" }
+func (summarizer) Stream(context.Context, *llm.Request) iter.Seq[llm.Event] {
+	return func(yield func(llm.Event) bool) {
+		if yield(llm.Event{Type: llm.EventDelta, Delta: llm.Delta{Text: strings.Repeat("The work so far. ", 120)}}) {
+			yield(llm.Event{Type: llm.EventDone, Finish: llm.FinishStop, Usage: llm.Usage{Input: 500000, Output: 500}})
+		}
+	}
 }
