@@ -389,7 +389,8 @@ func (a *Agent) endStep(turn, step int, fail *session.Reason) stepResult {
 // the agent's llm.Cache, which only the driver touches.
 func (a *Agent) prepare(ctx context.Context, turn, step int, first bool) (*llm.Request, int64, error) {
 	var msgs []llm.Message
-	a.do(func() { msgs = a.log.Messages() })
+	var hdr *session.RequestHeader
+	a.do(func() { msgs, hdr = a.log.Messages(), a.hdr })
 	params, err := run(ctx, a.cfg.Hooks.Request, RequestInfo{Turn: turn, Step: step, Model: a.cfg.Model, Params: a.cfg.Params, Messages: msgs},
 		func(_ context.Context, in RequestInfo) (llm.Params, error) { return in.Params, nil })
 	if err != nil {
@@ -402,13 +403,11 @@ func (a *Agent) prepare(ctx context.Context, turn, step int, first bool) (*llm.R
 	if tools == nil {
 		tools = []llm.ToolSpec{}
 	}
+	if hdr != nil && wire.SameTools(hdr.Tools, tools) {
+		tools = hdr.Tools // the very slice: adapters know it
+	}
 	prep, _ := a.cfg.Provider.(llm.Preparer)
 	for {
-		var hdr *session.RequestHeader
-		a.do(func() { hdr = a.hdr })
-		if hdr != nil && wire.SameTools(hdr.Tools, tools) {
-			tools = hdr.Tools // the very slice: adapters know it
-		}
 		req := &llm.Request{Model: modelName(a.cfg.Model), System: a.system, Tools: tools, Messages: msgs, Params: params, Cache: &a.wire}
 		shared, measured := llm.Shared{}, false
 		if prep != nil {
@@ -468,12 +467,14 @@ type sentRequest struct {
 
 // prefix returns the record of a broken prefix for the request of header h
 // and messages msgs, or nil when the request repeats the whole previous
-// one ahead of its new messages. shared is what the adapter measured when
-// it encoded the request after the previous one (measured); otherwise the
-// leading messages are compared by identity here, as adapters do. A
-// change of model, tools or system prompt breaks the prefix at its start;
-// a compaction or another change of history at the first message that
-// differs.
+// one ahead of its new messages. A change of model, tools or system prompt
+// breaks the prefix at its start; a compaction or another change of
+// history at the first message that differs. shared is what the adapter
+// measured when it encoded the request after the previous one (measured).
+// Otherwise the leading messages are compared by identity here, as
+// adapters do, but only after a compaction: the projection changes
+// messages it holds only then, so without one every previous message is
+// still there.
 func (s *sentRequest) prefix(h *session.RequestHeader, msgs []llm.Message, shared llm.Shared, measured bool) *session.Prefix {
 	if !s.known {
 		return nil
@@ -487,9 +488,12 @@ func (s *sentRequest) prefix(h *session.RequestHeader, msgs []llm.Message, share
 		return &session.Prefix{Break: session.BreakSystem}
 	}
 	k := 0
-	if measured && s.adapter {
+	switch {
+	case measured && s.adapter:
 		k = min(shared.Messages, len(s.msgs))
-	} else {
+	case !s.compacted && len(msgs) >= s.n && len(s.msgs) == s.n:
+		return nil
+	default:
 		for k < len(s.msgs) && k < len(msgs) && wire.Same(&s.msgs[k], &msgs[k]) {
 			k++
 		}

@@ -119,7 +119,7 @@ func (p *Provider) encode(req *llm.Request, c *cache) (wire.Body, llm.Shared, er
 		return nil, llm.Shared{}, errNoModel
 	}
 	msgs := req.Messages
-	sh, err := c.msgs.Update(msgs, func(b []byte, i int) ([]byte, int, error) { return appendMessage(b, msgs, i) })
+	sh, err := c.msgs.Update(req, func(b []byte, i int) ([]byte, int, error) { return appendMessage(b, msgs, i) })
 	if err != nil {
 		return nil, sh, err
 	}

@@ -98,6 +98,10 @@ type Messages[M any] struct {
 	ends []int
 	msgs []llm.Message
 	meta []M
+	// The request of the last Update, and its messages (array and
+	// length): Stream after Prepare finds them encoded without a walk.
+	lastReq  *llm.Request
+	lastMsgs []llm.Message
 }
 
 // Keep compares msgs with the messages encoded so far, one by one, by
@@ -155,11 +159,18 @@ func (m *Messages[M]) Add(msg llm.Message, enc func(b []byte) ([]byte, M, error)
 	return nil
 }
 
-// Update brings the encodings up to date with msgs: it keeps what it can
-// (Keep) and encodes the other messages in order, enc appending msgs[i]'s
-// encoding to b as Add describes. It returns what msgs shares with the
-// messages encoded before: the kept messages and their size.
-func (m *Messages[M]) Update(msgs []llm.Message, enc func(b []byte, i int) ([]byte, M, error)) (llm.Shared, error) {
+// Update brings the encodings up to date with req's messages: it keeps
+// what it can (Keep) and encodes the other messages in order, enc
+// appending msgs[i]'s encoding to b as Add describes. It returns what they
+// share with the messages encoded before: the kept messages and their
+// size. A second Update of the same request with the same Messages slice
+// (Stream after Prepare) finds them encoded without comparing them again.
+func (m *Messages[M]) Update(req *llm.Request, enc func(b []byte, i int) ([]byte, M, error)) (llm.Shared, error) {
+	msgs := req.Messages
+	if req == m.lastReq && len(msgs) == len(m.lastMsgs) && unsafe.SliceData(msgs) == unsafe.SliceData(m.lastMsgs) && len(msgs) == len(m.msgs) {
+		return llm.Shared{Messages: len(msgs), Bytes: int64(m.End(len(msgs)))}, nil
+	}
+	m.lastReq, m.lastMsgs = nil, nil
 	k := m.Keep(msgs)
 	sh := llm.Shared{Messages: k, Bytes: int64(m.End(k))}
 	for i := k; i < len(msgs); i++ {
@@ -167,6 +178,7 @@ func (m *Messages[M]) Update(msgs []llm.Message, enc func(b []byte, i int) ([]by
 			return sh, err
 		}
 	}
+	m.lastReq, m.lastMsgs = req, msgs
 	return sh, nil
 }
 
