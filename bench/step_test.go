@@ -61,7 +61,7 @@ type stepSide struct {
 	a      *agent.Agent
 	forks  int
 	turns  int // measured turns of the current agent
-	// Per round: CPU and wall time per step, CPU per transport-only
+	// Per turn: CPU and wall time per step, CPU per transport-only
 	// request.
 	cpu, wall, post []float64
 	// body is the encoded request of the current agent's history.
@@ -168,31 +168,35 @@ func stepRealPath(b *testing.B, url, dialect string) {
 		str.Close()
 	}
 	sides := []*stepSide{{base: "small", events: small}, {base: "large", events: large}, {base: "compacted", events: compacted}}
-	const round = 10 // turns per side per round (20 steps)
+	// Each b.N is a round of 10 turns (20 steps) per side, the sides
+	// taking turns one turn at a time, so that a burst of other work on
+	// the machine hits all of them; every turn is a sample.
+	const round = 10
 	b.ResetTimer()
 	for range b.N {
 		for _, s := range sides {
-			pprof.Do(context.Background(), pprof.Labels("session", s.base), func(context.Context) {
-				// The fresh session stays fresh; the large one grows by
-				// at most 50 turns (0.5 %) before it is forked again.
-				if s.a == nil || s.base == "small" || s.turns >= 5*round {
-					b.StopTimer()
-					reopen(s)
-					b.StartTimer()
-				}
-				c0, t0 := cpuTime(), time.Now()
-				for range round {
+			// The fresh session stays fresh; the others grow by at most
+			// 50 turns (0.5 %) before they are forked again.
+			if s.a == nil || s.base == "small" || s.turns >= 5*round {
+				b.StopTimer()
+				reopen(s)
+				b.StartTimer()
+			}
+		}
+		for range round {
+			for _, s := range sides {
+				pprof.Do(context.Background(), pprof.Labels("session", s.base), func(context.Context) {
+					c0, t0 := cpuTime(), time.Now()
 					turn(s.a)
-				}
-				s.cpu = append(s.cpu, µs(cpuTime()-c0)/(2*round))
-				s.wall = append(s.wall, µs(time.Since(t0))/(2*round))
-				c0 = cpuTime()
-				for range 2 * round {
+					s.cpu = append(s.cpu, µs(cpuTime()-c0)/2)
+					s.wall = append(s.wall, µs(time.Since(t0))/2)
+					c0 = cpuTime()
 					post(s)
-				}
-				s.post = append(s.post, µs(cpuTime()-c0)/(2*round))
-				s.turns += round
-			})
+					post(s)
+					s.post = append(s.post, µs(cpuTime()-c0)/2)
+					s.turns++
+				})
+			}
 		}
 	}
 	b.StopTimer()
