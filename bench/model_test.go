@@ -19,17 +19,6 @@ import (
 // not counted as rein's.
 const modelEnv = "REIN_BENCH_MODEL"
 
-func TestMain(m *testing.M) {
-	if os.Getenv(modelEnv) != "" {
-		serveModel()
-		return
-	}
-	if f := os.Getenv(spawnEnv); f != "" {
-		os.Exit(spawn(f))
-	}
-	os.Exit(m.Run())
-}
-
 // startModel starts the model server and returns its root URL and a stop
 // function.
 func startModel(tb testing.TB) (string, func()) {

@@ -35,14 +35,6 @@ const (
 	holderDSN = "REIN_BENCH_PG_DSN"
 )
 
-func TestMain(m *testing.M) {
-	if id := os.Getenv(holderEnv); id != "" {
-		holdLease(id)
-		return
-	}
-	pgtest.Main(m)
-}
-
 // pgSession returns the generated 100,000-event session in the JSONL store
 // and the same session imported into a fresh PostgreSQL store.
 func pgSession(b *testing.B) (*jsonl.Store, *postgres.Store, string) {
