@@ -104,7 +104,10 @@ type Agent struct {
 	sent        sentRequest             // the previous request, for the prefix record
 	lastTokens  int                     // input+output of the last response (compaction pressure)
 
-	system string // cfg.System assembled (the config never changes)
+	// system is cfg.System assembled, when no section is dynamic (the
+	// configuration never changes); dynamic: some section is.
+	system  string
+	dynamic bool
 	// wire keeps the adapter's encodings of the history between requests.
 	// Only the turn driver touches it, one request at a time.
 	wire llm.Cache
@@ -218,6 +221,7 @@ func start(cfg Config, w store.Writer, log *session.Log, hdrReason, startSource 
 		settledCh:  make(chan struct{}),
 		hdrReason:  hdrReason,
 		system:     cfg.system(),
+		dynamic:    slices.ContainsFunc(cfg.System, func(s Section) bool { return s.Dynamic != nil }),
 		sent:       lastSent(log),
 	}
 	u := log.LastUsage()

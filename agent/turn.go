@@ -390,7 +390,13 @@ func (a *Agent) endStep(turn, step int, fail *session.Reason) stepResult {
 func (a *Agent) prepare(ctx context.Context, turn, step int, first bool) (*llm.Request, int64, error) {
 	var msgs []llm.Message
 	var hdr *session.RequestHeader
-	a.do(func() { msgs, hdr = a.log.Messages(), a.hdr })
+	system := a.system
+	a.do(func() {
+		msgs, hdr = a.log.Messages(), a.hdr
+		if a.dynamic {
+			system = a.cfg.system() // dynamic sections run on the owner
+		}
+	})
 	params, err := run(ctx, a.cfg.Hooks.Request, RequestInfo{Turn: turn, Step: step, Model: a.cfg.Model, Params: a.cfg.Params, Messages: msgs},
 		func(_ context.Context, in RequestInfo) (llm.Params, error) { return in.Params, nil })
 	if err != nil {
@@ -408,7 +414,7 @@ func (a *Agent) prepare(ctx context.Context, turn, step int, first bool) (*llm.R
 	}
 	prep, _ := a.cfg.Provider.(llm.Preparer)
 	for {
-		req := &llm.Request{Model: modelName(a.cfg.Model), System: a.system, Tools: tools, Messages: msgs, Params: params, Cache: &a.wire}
+		req := &llm.Request{Model: modelName(a.cfg.Model), System: system, Tools: tools, Messages: msgs, Params: params, Cache: &a.wire}
 		shared, measured := llm.Shared{}, false
 		if prep != nil {
 			var perr error
@@ -428,7 +434,7 @@ func (a *Agent) prepare(ctx context.Context, turn, step int, first bool) (*llm.R
 				_, _ = a.append(&session.StepStart{Turn: turn, Step: step})
 				first = false
 			}
-			h := session.RequestHeader{Turn: turn, Step: step, Model: a.cfg.Model, System: a.system, Tools: tools, Params: params}
+			h := session.RequestHeader{Turn: turn, Step: step, Model: a.cfg.Model, System: system, Tools: tools, Params: params}
 			h.Prefix = a.sent.prefix(&h, msgs, shared, measured)
 			if a.hdr == nil || h.Prefix != nil || !sameShape(a.hdr, &h) {
 				h.Reason = session.HeaderChange
