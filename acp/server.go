@@ -177,8 +177,14 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	defer s.cancel()
 	// The SDK logs through slog.Default (its SetLogger races with the
-	// connection's reader, which starts in the constructor).
-	s.conn = sdk.NewAgentSideConnection(s, s.out, filterInput(in, s.out, s.log))
+	// connection's reader, which starts in the constructor). For the same
+	// reason no input reaches the connection until it is built: a handler
+	// running on the first message reads the connection (ours and the
+	// SDK's own field), which the constructor assigns only after starting
+	// the reader.
+	built := make(chan struct{})
+	s.conn = sdk.NewAgentSideConnection(s, s.out, &gatedReader{open: built, r: filterInput(in, s.out, s.log)})
+	close(built)
 	select {
 	case <-s.conn.Done():
 		s.log.Debug("acp: client disconnected")
@@ -620,4 +626,15 @@ func link(name, uri string) string {
 		name = uri
 	}
 	return "[" + name + "](" + uri + ")"
+}
+
+// gatedReader holds every Read until open is closed.
+type gatedReader struct {
+	open <-chan struct{}
+	r    io.Reader
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }
