@@ -42,6 +42,11 @@ type Config struct {
 
 	// MaxParallelTools bounds the parallel pool of a tool batch (default 8).
 	MaxParallelTools int
+	// MaxSteps caps the steps of one turn (0: no limit). A turn that
+	// reached it while the model was still owed a step ends with reason
+	// max-steps instead of running step MaxSteps+1; the tool results of
+	// the last step are recorded, so the next turn's request is whole.
+	MaxSteps int
 	// MaxForcedContinuations caps consecutive continuations forced by
 	// TurnStopping steering in one turn (default 8).
 	MaxForcedContinuations int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"sync"
+	"time"
 
 	"github.com/reinhq/rein/session"
 )
@@ -20,6 +21,9 @@ const (
 	LiveBlocked    LiveType = "agent/blocked"
 	LiveError      LiveType = "agent/error"
 	LiveSettled    LiveType = "agent/settled"
+	// LiveRetry: a failed model request will be sent again (the
+	// RequestError chain said so), after Wait.
+	LiveRetry LiveType = "agent/retry"
 	LiveFlushError LiveType = "session/flush-error"
 	// LiveClosed is the last event every subscriber receives: Close has
 	// settled (Err holds Close's error, if any).
@@ -43,6 +47,10 @@ const (
 //   - agent/blocked: Message, Reason
 //   - agent/error: Turn, Step, Err
 //   - agent/settled: Turn, TurnReason
+//   - agent/retry: Turn, Step, Attempt (failed attempts so far, from 1),
+//     Err (why the attempt failed), Wait, and Seq: the seq the next event
+//     will get, so every assistant/chunk of this step below Seq belongs
+//     to a failed attempt and is not part of the final answer
 //   - session/flush-error: Seqs, Err
 //   - agent/closed: Err (the last event; nothing follows)
 type Live struct {
@@ -57,6 +65,8 @@ type Live struct {
 	TurnReason session.Reason
 	Seqs       []int64
 	Seq        int64
+	Attempt    int
+	Wait       time.Duration
 }
 
 // Subscribe calls fn for every live event from now on, in order, on a
@@ -182,24 +192,50 @@ const eventBatch = 1024
 // been yielded. It never drops an event and never blocks the agent: a slow
 // reader lags and catches up.
 func (a *Agent) Events(ctx context.Context, from int64) iter.Seq2[session.Event, error] {
+	return a.follow(ctx, from, false)
+}
+
+// DurableEvents is Events restricted to what is durable: it yields the
+// session's events from seq from on, each only once the store has made it
+// durable (a checkpoint or an idle flush wrote it), in seq order. A reader
+// that must never show an event a crash could take back (one that prints
+// seqs for others to rely on) follows this instead of Events. It ends when
+// ctx ends (yielding ctx's error once) or when the agent is closed and
+// every event that became durable has been yielded; events whose final
+// flush failed are never yielded.
+func (a *Agent) DurableEvents(ctx context.Context, from int64) iter.Seq2[session.Event, error] {
+	return a.follow(ctx, from, true)
+}
+
+// follow yields events from seq from on, up to the end of the log or, when
+// durable, up to the persister's durable bound.
+func (a *Agent) follow(ctx context.Context, from int64, durable bool) iter.Seq2[session.Event, error] {
 	return func(yield func(session.Event, error) bool) {
 		for {
-			var evs []session.Event
-			var notify chan struct{}
 			// Bounded batches: a reader starting at 0 on a long log never
 			// holds the owner for a copy of the whole history.
-			if err := a.exec(func() { evs, notify = a.log.EventRange(from, from+eventBatch), a.notify }); err != nil {
-				// The owner has exited; the log no longer changes.
-				for ; ; from += eventBatch {
-					evs := a.log.EventRange(from, from+eventBatch)
-					if len(evs) == 0 {
-						return
-					}
-					for _, ev := range evs {
-						if !yield(ev, nil) {
-							return
-						}
-					}
+			to := from + eventBatch
+			var wake <-chan struct{}
+			if durable {
+				var bound int64
+				bound, wake = a.p.watermark()
+				to = min(to, bound)
+			}
+			var evs []session.Event
+			if err := a.exec(func() {
+				evs = a.log.EventRange(from, to)
+				if !durable {
+					wake = a.notify
+				}
+			}); err != nil {
+				// The owner has exited: the log no longer changes, and
+				// Close made it durable (as far as it could) first.
+				if durable {
+					bound, _ := a.p.watermark()
+					to = min(from+eventBatch, bound)
+				}
+				if evs = a.log.EventRange(from, to); len(evs) == 0 {
+					return
 				}
 			}
 			for _, ev := range evs {
@@ -212,7 +248,7 @@ func (a *Agent) Events(ctx context.Context, from int64) iter.Seq2[session.Event,
 				continue
 			}
 			select {
-			case <-notify:
+			case <-wake:
 			case <-a.done:
 			case <-ctx.Done():
 				yield(session.Event{}, ctx.Err())

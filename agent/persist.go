@@ -106,6 +106,14 @@ func (p *persister) write(batch []session.Event) {
 	p.mu.Unlock()
 }
 
+// watermark reports the durable bound (seqs below it are durable) and a
+// channel closed when the next write attempt finishes.
+func (p *persister) watermark() (int64, <-chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.durable, p.done
+}
+
 // pending reports the seqs accepted but not yet durable.
 func (p *persister) pending() []int64 {
 	p.mu.Lock()

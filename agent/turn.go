@@ -189,6 +189,7 @@ func (a *Agent) runTurn(ctx context.Context, turn int) {
 	var (
 		owed      = true
 		maxTokens bool
+		maxSteps  bool
 		fail      *session.Reason
 		forced    int
 		step      int
@@ -235,6 +236,12 @@ func (a *Agent) runTurn(ctx context.Context, turn int) {
 				break
 			}
 		}
+		if a.cfg.MaxSteps > 0 && step >= a.cfg.MaxSteps {
+			// The model is owed another step (tool results, or steering
+			// the stop hooks drained) but the limit says no.
+			maxSteps = true
+			break
+		}
 		step++
 		res := a.runStep(ctx, turn, step)
 		if res.fail != nil {
@@ -250,6 +257,8 @@ func (a *Agent) runTurn(ctx context.Context, turn int) {
 		reason = session.Reason{Kind: session.ReasonAborted, Cause: causeOf(ctx)}
 	case fail != nil:
 		reason = *fail
+	case maxSteps:
+		reason = session.Reason{Kind: session.ReasonMaxSteps}
 	case maxTokens:
 		reason = session.Reason{Kind: session.ReasonMaxTokens}
 	}
@@ -351,6 +360,10 @@ func (a *Agent) runStep(ctx context.Context, turn, step int) stepResult {
 		dec, herr := run(ctx, a.cfg.Hooks.RequestError, RequestErrorInfo{Turn: turn, Step: step, Attempt: attempt, Err: out.err},
 			func(context.Context, RequestErrorInfo) (Retry, error) { return Retry{}, nil })
 		if herr == nil && dec.Retry && ctx.Err() == nil {
+			e := out.err
+			a.do(func() {
+				a.emit(Live{Type: LiveRetry, Turn: turn, Step: step, Attempt: attempt, Err: e, Wait: dec.Wait, Seq: a.log.Len()})
+			})
 			if dec.Wait > 0 {
 				t := time.NewTimer(dec.Wait)
 				select {

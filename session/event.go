@@ -173,8 +173,11 @@ type TurnStart struct {
 
 // Reason kinds of turn/end.
 const (
-	ReasonCompleted   = "completed"
-	ReasonMaxTokens   = "max-tokens"
+	ReasonCompleted = "completed"
+	ReasonMaxTokens = "max-tokens"
+	// ReasonMaxSteps: the turn reached the agent's step limit while the
+	// model was still owed a step (it had called tools, or was steered).
+	ReasonMaxSteps    = "max-steps"
 	ReasonError       = "error"
 	ReasonAborted     = "aborted"
 	ReasonInterrupted = "interrupted"
