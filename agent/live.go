@@ -14,16 +14,16 @@ type LiveType string
 
 // Live event types (SPEC §6).
 const (
-	LiveStatus     LiveType = "agent/status"
-	LiveQueued     LiveType = "agent/queued"
-	LiveDequeued   LiveType = "agent/dequeued"
-	LiveDiscarded  LiveType = "agent/discarded"
-	LiveBlocked    LiveType = "agent/blocked"
-	LiveError      LiveType = "agent/error"
-	LiveSettled    LiveType = "agent/settled"
+	LiveStatus    LiveType = "agent/status"
+	LiveQueued    LiveType = "agent/queued"
+	LiveDequeued  LiveType = "agent/dequeued"
+	LiveDiscarded LiveType = "agent/discarded"
+	LiveBlocked   LiveType = "agent/blocked"
+	LiveError     LiveType = "agent/error"
+	LiveSettled   LiveType = "agent/settled"
 	// LiveRetry: a failed model request will be sent again (the
 	// RequestError chain said so), after Wait.
-	LiveRetry LiveType = "agent/retry"
+	LiveRetry      LiveType = "agent/retry"
 	LiveFlushError LiveType = "session/flush-error"
 	// LiveClosed is the last event every subscriber receives: Close has
 	// settled (Err holds Close's error, if any).

@@ -41,6 +41,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -80,8 +81,36 @@ type Config struct {
 	// InstructionsBudget caps the bytes of AGENTS.md / CLAUDE.md that enter
 	// the system prompt.
 	InstructionsBudget int
+	// MaxSteps caps the steps of one turn (0: no limit); a turn that
+	// reaches it ends with reason max-steps.
+	MaxSteps int
+	// MaxOutputTokens is the output limit sent with every request (0: the
+	// model catalog's maximum output).
+	MaxOutputTokens int
+	// ReasoningEffort is sent to models that take one (OpenAI's
+	// reasoning_effort): minimal, low, medium or high; "" sends none.
+	ReasoningEffort string
+	// ThinkingBudget turns on extended thinking of at most this many
+	// tokens for providers with thinking budgets (Anthropic; at least
+	// 1024); 0 leaves it off.
+	ThinkingBudget int
+	// SystemPrompt replaces rein's own system prompt section ("" keeps
+	// it); the environment and project instructions still follow.
+	SystemPrompt string
+	// AppendSystemPrompt is added as the last system prompt section.
+	AppendSystemPrompt string
+	// StreamIdleTimeout abandons a response that sends nothing for this
+	// long (0: the adapters' default, 90 s).
+	StreamIdleTimeout time.Duration
+	// RequestTimeout bounds one model request from sending to its last
+	// byte (0: no bound); a request cut by it fails with code timeout and
+	// is retried like one.
+	RequestTimeout time.Duration
 	// Providers holds per-provider settings by provider name.
 	Providers map[string]Provider
+	// Prices gives models' prices by "provider:model", for the cost rein
+	// reports; they override the model catalog's.
+	Prices map[string]Price
 	// WritableRoots are further directories (absolute, or ~/...) that
 	// bash, hooks and the file tools may write in, beyond the workspace
 	// and the system temp directory, in workspace-write mode. Every layer
@@ -165,6 +194,15 @@ type Held struct {
 	provider, field string // for providers.NAME.FIELD
 }
 
+// Price is a model's price in US dollars per million tokens: input not
+// served from the prompt cache, output, cache reads and cache writes.
+type Price struct {
+	Input      float64 `toml:"input"`
+	Output     float64 `toml:"output"`
+	CacheRead  float64 `toml:"cache_read"`
+	CacheWrite float64 `toml:"cache_write"`
+}
+
 // Provider holds one provider's settings.
 type Provider struct {
 	// BaseURL overrides the provider's API endpoint.
@@ -181,12 +219,38 @@ type file struct {
 	PermissionMode     *string              `toml:"permission_mode"`
 	ContextWindow      *int                 `toml:"context_window"`
 	InstructionsBudget *int                 `toml:"instructions_budget"`
+	MaxSteps           *int                 `toml:"max_steps"`
+	MaxOutputTokens    *int                 `toml:"max_output_tokens"`
+	ReasoningEffort    *string              `toml:"reasoning_effort"`
+	ThinkingBudget     *int                 `toml:"thinking_budget"`
+	SystemPrompt       *string              `toml:"system_prompt"`
+	AppendSystemPrompt *string              `toml:"append_system_prompt"`
+	StreamIdleTimeout  *string              `toml:"stream_idle_timeout"`
+	RequestTimeout     *string              `toml:"request_timeout"`
 	Providers          map[string]Provider  `toml:"providers"`
+	Prices             map[string]Price     `toml:"prices"`
 	Sandbox            *sandboxFile         `toml:"sandbox"`
 	Permissions        *Permissions         `toml:"permissions"`
 	Env                *EnvConfig           `toml:"env"`
 	Store              *string              `toml:"store"`
 	MCPServers         map[string]MCPServer `toml:"mcp_servers"`
+}
+
+// knobs returns the file's settings of knobKeys, as text for Set.
+func (f *file) knobs() map[string]string {
+	out := map[string]string{}
+	for k, v := range map[string]*int{"max_steps": f.MaxSteps, "max_output_tokens": f.MaxOutputTokens, "thinking_budget": f.ThinkingBudget} {
+		if v != nil {
+			out[k] = strconv.Itoa(*v)
+		}
+	}
+	for k, v := range map[string]*string{"reasoning_effort": f.ReasoningEffort, "system_prompt": f.SystemPrompt,
+		"append_system_prompt": f.AppendSystemPrompt, "stream_idle_timeout": f.StreamIdleTimeout, "request_timeout": f.RequestTimeout} {
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	return out
 }
 
 // Setting is one effective value and where it came from: "default",
@@ -207,6 +271,14 @@ var Env = map[string]string{
 	"instructions_budget":    "REIN_INSTRUCTIONS_BUDGET",
 	"sandbox.network_access": "REIN_NETWORK_ACCESS",
 	"store":                  "REIN_STORE",
+	"max_steps":              "REIN_MAX_STEPS",
+	"max_output_tokens":      "REIN_MAX_OUTPUT_TOKENS",
+	"reasoning_effort":       "REIN_REASONING_EFFORT",
+	"thinking_budget":        "REIN_THINKING_BUDGET",
+	"system_prompt":          "REIN_SYSTEM_PROMPT",
+	"append_system_prompt":   "REIN_APPEND_SYSTEM_PROMPT",
+	"stream_idle_timeout":    "REIN_STREAM_IDLE_TIMEOUT",
+	"request_timeout":        "REIN_REQUEST_TIMEOUT",
 }
 
 // Default returns the built-in configuration.
@@ -216,6 +288,7 @@ func Default() *Config {
 		PermissionMode:     DefaultPermissionMode,
 		InstructionsBudget: DefaultInstructionsBudget,
 		Providers:          map[string]Provider{},
+		Prices:             map[string]Price{},
 		origins:            map[string]string{},
 		layers:             map[string]Layer{},
 	}
@@ -225,7 +298,22 @@ func Default() *Config {
 	return c
 }
 
-var keys = []string{"model", "permission_mode", "context_window", "instructions_budget", "sandbox.network_access", "store"}
+var keys = append([]string{"model", "permission_mode", "context_window", "instructions_budget", "sandbox.network_access", "store"}, knobKeys...)
+
+// knobKeys are the keys of rein run's knobs, which are also its flags.
+var knobKeys = []string{"max_steps", "max_output_tokens", "reasoning_effort", "thinking_budget",
+	"system_prompt", "append_system_prompt", "stream_idle_timeout", "request_timeout"}
+
+// tableKeys are the keys a file may hold, by table ("" for the top level),
+// for suggestions on an unknown key.
+var tableKeys = map[string][]string{
+	"":            append(slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return strings.Contains(k, ".") }), "providers", "prices", "sandbox", "permissions", "env", "mcp_servers"),
+	"providers":   {"base_url", "api_key_env", "headers"},
+	"prices":      {"input", "output", "cache_read", "cache_write"},
+	"sandbox":     {"writable_roots", "network_access"},
+	"permissions": {"allow", "ask", "deny"},
+	"env":         {"keep", "drop"},
+}
 
 // UserDir returns rein's user config directory: $XDG_CONFIG_HOME/rein,
 // else ~/.config/rein ("" when neither can be named). It holds config.toml,
@@ -301,7 +389,17 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 			var msgs []string
 			for _, e := range sm.Errors {
 				row, _ := e.Position()
-				msgs = append(msgs, fmt.Sprintf("%s:%d: %s %q", path, row, ErrUnknownKey, strings.Join(e.Key(), ".")))
+				k := e.Key()
+				msg := fmt.Sprintf("%s:%d: %s %q", path, row, ErrUnknownKey, strings.Join(k, "."))
+				// [providers.NAME] and [prices."P:M"] have a name level.
+				table := ""
+				if len(k) > 1 {
+					table = k[0]
+				}
+				if s := suggest(k[len(k)-1], tableKeys[table]); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				msgs = append(msgs, msg)
 			}
 			return fmt.Errorf("config: %s: %w", strings.Join(msgs, "; "), ErrUnknownKey)
 		}
@@ -383,6 +481,30 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 				if err := c.addList(l.key, r, at(l.key), layer); err != nil {
 					return err
 				}
+			}
+		}
+	}
+	knobs := f.knobs()
+	for _, k := range knobKeys {
+		if v, ok := knobs[k]; ok {
+			if err := c.set(k, v, at(k), layer); err != nil {
+				return err
+			}
+		}
+	}
+	for model, p := range f.Prices {
+		if !strings.Contains(model, ":") {
+			return fmt.Errorf("config: %s: %w: [prices.%q]: want provider:model", at("prices"), ErrInvalid, model)
+		}
+		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 {
+			return fmt.Errorf("config: %s: %w: [prices.%q]: a price cannot be negative", at("prices"), ErrInvalid, model)
+		}
+		c.Prices[model] = p
+		c.origins["prices."+model] = path
+		for _, f := range []string{"input", "output", "cache_read", "cache_write"} {
+			if _, ok := lines["prices."+model+"."+f]; ok {
+				c.origins["prices."+model] = at("prices." + model + "." + f)
+				break
 			}
 		}
 	}
@@ -632,8 +754,52 @@ func (c *Config) set(key, value, origin string, layer Layer) error {
 		} else {
 			c.InstructionsBudget = n
 		}
+	case "max_steps", "max_output_tokens", "thinking_budget":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 0 {
+			return bad("want a whole number ≥ 0 (0: no limit)")
+		}
+		switch key {
+		case "max_steps":
+			c.MaxSteps = n
+		case "max_output_tokens":
+			c.MaxOutputTokens = n
+		default:
+			if n > 0 && n < 1024 {
+				return bad("a thinking budget is at least 1024 tokens (0 turns thinking off)")
+			}
+			c.ThinkingBudget = n
+		}
+	case "reasoning_effort":
+		switch value {
+		case "", "minimal", "low", "medium", "high":
+		default:
+			return bad("want minimal, low, medium or high")
+		}
+		c.ReasoningEffort = value
+	case "system_prompt":
+		c.SystemPrompt = value
+	case "append_system_prompt":
+		c.AppendSystemPrompt = value
+	case "stream_idle_timeout", "request_timeout":
+		d, err := time.ParseDuration(value)
+		if value == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			return bad(`want a duration such as "90s" or "10m" ("0": the default)`)
+		}
+		if key == "stream_idle_timeout" {
+			c.StreamIdleTimeout = d
+		} else {
+			c.RequestTimeout = d
+		}
 	default:
-		return fmt.Errorf("config: %s: %w %q", origin, ErrUnknownKey, key)
+		msg := fmt.Sprintf("config: %s: %s %q", origin, ErrUnknownKey, key)
+		if s := suggest(key, keys); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return fmt.Errorf("%s: %w", msg, ErrUnknownKey)
 	}
 	c.origins[key] = origin
 	c.layers[key] = layer
@@ -652,6 +818,14 @@ func (c *Config) Settings() []Setting {
 		{"instructions_budget", strconv.Itoa(c.InstructionsBudget), c.origins["instructions_budget"], false},
 		{"sandbox.network_access", strconv.FormatBool(c.NetworkAccess), c.origins["sandbox.network_access"], false},
 		{"store", RedactURL(c.Store), c.origins["store"], false},
+		{"max_steps", strconv.Itoa(c.MaxSteps), c.origins["max_steps"], false},
+		{"max_output_tokens", strconv.Itoa(c.MaxOutputTokens), c.origins["max_output_tokens"], false},
+		{"reasoning_effort", c.ReasoningEffort, c.origins["reasoning_effort"], false},
+		{"thinking_budget", strconv.Itoa(c.ThinkingBudget), c.origins["thinking_budget"], false},
+		{"system_prompt", c.SystemPrompt, c.origins["system_prompt"], false},
+		{"append_system_prompt", c.AppendSystemPrompt, c.origins["append_system_prompt"], false},
+		{"stream_idle_timeout", c.StreamIdleTimeout.String(), c.origins["stream_idle_timeout"], false},
+		{"request_timeout", c.RequestTimeout.String(), c.origins["request_timeout"], false},
 	}
 	// One line per list entry, so each shows where it came from.
 	out = append(out, c.listOrigins...)
@@ -670,6 +844,11 @@ func (c *Config) Settings() []Setting {
 			k := "providers." + n + ".headers." + h
 			out = append(out, Setting{k, p.Headers[h], c.origins[k], false})
 		}
+	}
+	for _, m := range slices.Sorted(maps.Keys(c.Prices)) {
+		p := c.Prices[m]
+		k := "prices." + m
+		out = append(out, Setting{k, fmt.Sprintf("input %g, output %g, cache read %g, cache write %g (USD per million tokens)", p.Input, p.Output, p.CacheRead, p.CacheWrite), c.origins[k], false})
 	}
 	for _, h := range c.held {
 		out = append(out, Setting{h.Key, h.Value, h.Origin, true})
@@ -753,4 +932,44 @@ func unquoteKey(s string) string {
 		parts[i] = strings.Trim(strings.TrimSpace(p), `"'`)
 	}
 	return strings.Join(parts, ".")
+}
+
+// suggest returns the known key closest to key when it is close enough to
+// be a typo (an edit distance of at most a third of its length, at least
+// 1), else "".
+func suggest(key string, known []string) string {
+	best, bestD := "", max(1, len([]rune(key))/3)+1
+	for _, k := range known {
+		if d := editDistance(key, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, with a swap of
+// two neighbouring letters counting as one edit.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
 }

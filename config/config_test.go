@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/config"
 )
@@ -53,8 +54,10 @@ func TestPrecedence(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got[k], w)
 		}
 	}
-	if len(got) != len(want) {
-		t.Errorf("settings = %v", got)
+	for k, v := range got {
+		if _, ok := want[k]; !ok && !strings.HasSuffix(v, " @ default") {
+			t.Errorf("%s = %q, want a default", k, v)
+		}
 	}
 }
 
@@ -108,8 +111,64 @@ func TestUnknownKeyNamesFileAndLine(t *testing.T) {
 	if !errors.Is(err, config.ErrUnknownKey) {
 		t.Fatalf("err = %v, want ErrUnknownKey", err)
 	}
-	if !strings.Contains(err.Error(), p+":3") || !strings.Contains(err.Error(), `"modle"`) {
-		t.Fatalf("err = %v, want file:3 and the key", err)
+	if !strings.Contains(err.Error(), p+`:3: unknown key "modle" (did you mean "model"?)`) {
+		t.Fatalf("err = %v, want file:3, the key and a suggestion", err)
+	}
+}
+
+func TestUnknownKeySuggestions(t *testing.T) {
+	dir := t.TempDir()
+	for text, want := range map[string]string{
+		"max_step = 3\n":                         `unknown key "max_step" (did you mean "max_steps"?)`,
+		"[providers.openai]\nbase_ulr = \"x\"\n": `unknown key "providers.openai.base_ulr" (did you mean "base_url"?)`,
+		"colour = \"red\"\n":                     `unknown key "colour"`,
+		"[sandbox]\nnetwork_acces = true\n":      `unknown key "sandbox.network_acces" (did you mean "network_access"?)`,
+	} {
+		p := write(t, dir, "c.toml", text)
+		_, err := config.Load(p, "", env(nil))
+		if !errors.Is(err, config.ErrUnknownKey) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %s", text, err, want)
+		}
+		if strings.Contains(want, "colour") && strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("%q: a far-off key got a suggestion: %v", text, err)
+		}
+	}
+	c := config.Default()
+	if err := c.Set("max_setps", "1", "flag"); !errors.Is(err, config.ErrUnknownKey) || !strings.Contains(err.Error(), `(did you mean "max_steps"?)`) {
+		t.Errorf("Set: err = %v", err)
+	}
+}
+
+func TestKnobs(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "c.toml", `max_steps = 25
+max_output_tokens = 16000
+reasoning_effort = "high"
+thinking_budget = 4096
+system_prompt = "You are terse."
+append_system_prompt = "Answer in French."
+stream_idle_timeout = "2m"
+request_timeout = "15m"
+`)
+	c, err := config.Load(p, "", env(map[string]string{"REIN_MAX_STEPS": "7"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxSteps != 7 || c.Origin("max_steps") != "env REIN_MAX_STEPS" || c.MaxOutputTokens != 16000 || c.ReasoningEffort != "high" ||
+		c.ThinkingBudget != 4096 || c.SystemPrompt != "You are terse." || c.AppendSystemPrompt != "Answer in French." ||
+		c.StreamIdleTimeout != 2*time.Minute || c.RequestTimeout != 15*time.Minute || c.Origin("request_timeout") != p+":8" {
+		t.Errorf("config %+v (max_steps from %s, request_timeout from %s)", c, c.Origin("max_steps"), c.Origin("request_timeout"))
+	}
+	for key, bad := range map[string]string{
+		"max_steps": "-1", "max_output_tokens": "many", "reasoning_effort": "extreme",
+		"thinking_budget": "100", "stream_idle_timeout": "90", "request_timeout": "-1s",
+	} {
+		if err := c.Set(key, bad, "flag --x"); !errors.Is(err, config.ErrInvalid) {
+			t.Errorf("%s = %q: err = %v, want ErrInvalid", key, bad, err)
+		}
+	}
+	if err := c.Set("request_timeout", "0", "flag --x"); err != nil || c.RequestTimeout != 0 {
+		t.Errorf("request_timeout 0: %v, %v", err, c.RequestTimeout)
 	}
 }
 
@@ -352,5 +411,26 @@ func TestProjectRulesHeldByKind(t *testing.T) {
 	c.ApplyHeld()
 	if strings.Join(c.Permissions.Allow, ",") != "Bash(*)" || c.ListOrigin("permissions.allow")[0].Origin != proj+":2" {
 		t.Fatalf("trusted: %+v", c.Permissions)
+	}
+}
+
+func TestPrices(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "c.toml", "[prices.\"deepseek:deepseek-chat\"]\ninput = 0.28\noutput = 0.42\ncache_read = 0.028\n")
+	c, err := config.Load(p, "", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Prices["deepseek:deepseek-chat"]; got != (config.Price{Input: 0.28, Output: 0.42, CacheRead: 0.028}) {
+		t.Errorf("price %+v", got)
+	}
+	if o := c.Origin("prices.deepseek:deepseek-chat"); o != p+":2" {
+		t.Errorf("origin %q", o)
+	}
+	for _, bad := range []string{"[prices.deepseek]\ninput = 1\n", "[prices.\"a:b\"]\ninput = -1\n", "[prices.\"a:b\"]\nimput = 1\n"} {
+		p := write(t, dir, "bad.toml", bad)
+		if _, err := config.Load(p, "", env(nil)); err == nil {
+			t.Errorf("%q loaded", bad)
+		}
 	}
 }

@@ -314,3 +314,39 @@ func AsError(err error) *Error {
 func Fail(err *Error) iter.Seq[Event] {
 	return func(yield func(Event) bool) { yield(Event{Type: EventError, Err: err}) }
 }
+
+// WithTimeout returns p with every stream bounded by d, from the call to
+// its terminal event: a stream still running after d ends with an error of
+// code CodeTimeout that names the bound. d <= 0 returns p unchanged. The
+// result's Unwrap returns p.
+func WithTimeout(p Provider, d time.Duration) Provider {
+	if d <= 0 {
+		return p
+	}
+	return &timeoutProvider{p, d}
+}
+
+type timeoutProvider struct {
+	inner Provider
+	d     time.Duration
+}
+
+func (t *timeoutProvider) Name() string { return t.inner.Name() }
+
+// Unwrap returns the bounded provider.
+func (t *timeoutProvider) Unwrap() Provider { return t.inner }
+
+func (t *timeoutProvider) Stream(ctx context.Context, req *Request) iter.Seq[Event] {
+	return func(yield func(Event) bool) {
+		tctx, cancel := context.WithTimeout(ctx, t.d)
+		defer cancel()
+		for ev := range t.inner.Stream(tctx, req) {
+			if ev.Type == EventError && ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded) {
+				ev.Err = &Error{Code: CodeTimeout, Message: fmt.Sprintf("no complete response within %s (the request timeout)", t.d)}
+			}
+			if !yield(ev) {
+				return
+			}
+		}
+	}
+}

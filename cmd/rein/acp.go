@@ -18,9 +18,7 @@ import (
 	"github.com/reinhq/rein/acp"
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/guard"
-	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/llm/catalog"
-	"github.com/reinhq/rein/llm/scripted"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/builtin"
 	"github.com/reinhq/rein/tool/fs"
@@ -73,13 +71,12 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 	// consumed across sessions in order, and verified once at the end.
 	var (
 		provOnce sync.Once
-		prov     llm.Provider
-		model    catalog.Model
+		resolved *model
 		provErr  error
 	)
-	resolve := func() (llm.Provider, catalog.Model, error) {
-		provOnce.Do(func() { prov, model, provErr = a.resolveModel() })
-		return prov, model, provErr
+	resolve := func() (*model, error) {
+		provOnce.Do(func() { resolved, provErr = a.resolveModel() })
+		return resolved, provErr
 	}
 	rules := &acpRules{a: a}
 	mode := a.cfg.PermissionMode
@@ -97,7 +94,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		Rules:            rules,
 		Logger:           a.log,
 		Auth: func() error {
-			if _, _, err := a.resolveModel(); errors.Is(err, catalog.ErrMissingKey) {
+			if _, err := a.resolveModel(); errors.Is(err, catalog.ErrMissingKey) {
 				return err
 			}
 			return nil
@@ -113,10 +110,9 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		a.trustAsker = acpTrustAsker{req.Ask}
 		hc, err := a.trustWorkspace(ctx, dir)
 		a.trustAsker = nil
-		var prov llm.Provider
-		var model catalog.Model
+		var m *model
 		if err == nil {
-			prov, model, err = resolve()
+			m, err = resolve()
 		}
 		openMu.Unlock()
 		if err != nil {
@@ -126,7 +122,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		if err != nil {
 			return nil, err
 		}
-		hooks, err := a.hooksFor(dir, hc, st, ps.current.Load, guardApprover{req.Approver})
+		hooks, err := a.hooksFor(dir, hc, st, ps.current.Load, guardApprover{req.Approver}, false)
 		if err != nil {
 			return nil, err
 		}
@@ -139,18 +135,20 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		}
 		cfg := agent.Config{
 			Store:    st,
-			Provider: prov,
-			Model:    model.Spec(),
+			Provider: m.provider,
+			Model:    m.spec,
+			Params:   m.params,
+			MaxSteps: a.cfg.MaxSteps,
 			Tools:    tools,
-			System:   systemSections(dir, a.workspaceRoot(dir), a.cfg.InstructionsBudget),
+			System:   a.systemSections(dir, a.workspaceRoot(dir)),
 			Cwd:      dir,
 			Hooks:    hooks,
 			Approver: req.Approver,
 			Logger:   a.log,
 		}
-		a.configureCompaction(&cfg, model.ContextWindow)
+		a.configureCompaction(&cfg, m.contextWindow)
 		// The configured MCP servers and the editor's.
-		servers, err := a.startMCP(ctx, dir, mcpLogPath(st, req.SessionID), model, &cfg, acpMCPServers(req.MCPServers))
+		servers, err := a.startMCP(ctx, dir, mcpLogPath(st, req.SessionID), m.catalog, &cfg, acpMCPServers(req.MCPServers))
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +171,8 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 
 	a.log.Debug("acp: serving on stdio")
 	err = acp.Serve(ctx, cfg, a.stdin, a.stdout)
-	if sm, ok := prov.(*scripted.Model); ok {
+	if resolved != nil && resolved.scripted != nil {
+		sm := resolved.scripted
 		// A scripted run must use its whole script.
 		if verr := sm.Verify(); verr != nil {
 			fmt.Fprintf(a.stderr, "rein: scripted model: %v\n", verr)

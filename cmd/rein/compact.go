@@ -40,9 +40,10 @@ func (a *app) sessionsCompact() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "compact ID",
 		Short: "Summarize a session's older history to free context",
-		Long: `Compact asks the session's model (--model) to summarize the older part of the
-history, and records the summary as a message that replaces that part in what
-the model sees from now on. Tool calls and their results are never split, and
+		Long: `Compact asks the session's model (that of its last request, unless --model
+says otherwise) to summarize the older part of the history, and records the
+summary as a message that replaces that part in what the model sees from now
+on. Tool calls and their results are never split, and
 the transcript ('sessions show') still shows the original messages. PreCompact
 hooks run first and may refuse; SessionStart hooks (source compact) run after.
 
@@ -50,8 +51,14 @@ The session must not be running in another process (exit 4).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			id := args[0]
+			if keep < 1 {
+				return usagef("--keep %d: keep at least 1 message", keep)
+			}
 			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			id, err := resolveID(ctx, st, args[0])
 			if err != nil {
 				return err
 			}
@@ -61,7 +68,10 @@ The session must not be running in another process (exit 4).`,
 			}
 			start := loaded.Log.Len()
 			dir := a.sessionDir(loaded.Log.Header().Cwd)
-			prov, model, hooks, err := a.wire(ctx, dir, st)
+			if err := a.keepSessionModel(cmd.Flags(), id, loaded.Log); err != nil {
+				return err
+			}
+			m, hooks, err := a.wire(ctx, dir, st, false)
 			if err != nil {
 				return err
 			}
@@ -70,8 +80,8 @@ The session must not be running in another process (exit 4).`,
 				return err
 			}
 			ag, err := agent.Resume(ctx, st, id, agent.Config{
-				Store: st, Provider: prov, Model: model.Spec(), Tools: tools,
-				System: systemSections(dir, a.workspaceRoot(dir), a.cfg.InstructionsBudget),
+				Store: st, Provider: m.provider, Model: m.spec, Params: m.params, Tools: tools,
+				System: a.systemSections(dir, a.workspaceRoot(dir)),
 				Cwd:    dir, Hooks: hooks, Logger: a.log, Redactor: a.red,
 			})
 			if err != nil {
@@ -110,7 +120,7 @@ The session must not be running in another process (exit 4).`,
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&keep, "keep", 0, "keep at least `N` recent model messages verbatim (default 4)")
+	cmd.Flags().IntVar(&keep, "keep", 4, "keep at least `N` (≥ 1) recent model messages verbatim")
 	cmd.Flags().StringVar(&instructions, "instructions", "", "what the summary should focus on")
 	return cmd
 }

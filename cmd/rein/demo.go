@@ -152,7 +152,7 @@ func (a *app) demo(ctx context.Context, keep bool) error {
 		Provider: model,
 		Model:    "scripted:demo",
 		Tools:    tools,
-		System:   systemSections(dir, dir, a.cfg.InstructionsBudget),
+		System:   a.systemSections(dir, dir),
 		Cwd:      dir,
 		Title:    "rein demo",
 		Hooks: agent.Hooks{

@@ -15,6 +15,9 @@ const (
 	ExitBlocked = 3
 	// ExitLocked: the session is held by another process.
 	ExitLocked = 4
+	// ExitMaxSteps: the turn reached the step limit (--max-steps) while the
+	// model still had work to do.
+	ExitMaxSteps = 5
 	// ExitAborted: the turn was aborted (SIGINT, or a hook cancelled it).
 	ExitAborted = 130
 )

@@ -30,9 +30,8 @@ If another rein process is running the session, inject refuses with a
 			return a.inject(cmd.Context(), id, source, args)
 		},
 	}
-	cmd.Flags().StringVarP(&id, "session", "s", "", "session `ID` (required)")
+	cmd.Flags().StringVarP(&id, "session", "s", "", "session `ID` or a unique prefix of it (required)")
 	cmd.Flags().StringVar(&source, "source", "", "source: NAME (kind user-context) or KIND:NAME (default user-context:cli)")
-	_ = cmd.MarkFlagRequired("session")
 	return cmd
 }
 
@@ -45,8 +44,14 @@ func (a *app) inject(ctx context.Context, id, source string, args []string) erro
 	if err != nil {
 		return err
 	}
+	if id == "" {
+		return usagef("--session ID is required: inject adds to an existing session")
+	}
 	st, err := a.openStore()
 	if err != nil {
+		return err
+	}
+	if id, err = resolveID(ctx, st, id); err != nil {
 		return err
 	}
 	// No hooks, no tools, no model: an inject runs nothing.

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,133 +23,263 @@ const (
 	outStreamJSON = "stream-json"
 )
 
-// turnOutput follows one prompt through the log and the live events, prints
-// what the output mode asks for, and works out how the prompt ended. Durable
-// events arrive on one goroutine, live events on another; mu orders writes.
-type turnOutput struct {
+// Outcomes of a prompt that are not turn/end reasons.
+const (
+	outcomeBlocked = "blocked"
+	outcomeError   = "error"
+)
+
+// printer renders one agent's run on stdout and stderr for an output mode,
+// and works out how each prompt it was told about ended.
+//
+// It is fed from three goroutines: accepted events (Agent.Events: the log
+// as it grows, for streaming text and live deltas), durable events
+// (Agent.DurableEvents: what stream-json prints as log lines) and live
+// events (Agent.Subscribe). mu orders them.
+//
+// A prompt's outcome is followed on the durable stream in stream-json
+// mode (its result line then comes after its durable turn/end) and on the
+// accepted stream otherwise.
+type printer struct {
 	mu       sync.Mutex
 	mode     string
 	stdout   io.Writer
 	stderr   io.Writer
-	activity bool // show tool activity on stderr
+	stream   bool // text mode streaming chunks (stdout is a terminal)
+	activity bool // tool activity on stderr
 	spin     *spinner
+	session  string
+	stored   func() bool // whether the session exists yet (nil: it does)
+	cost     func(llm.Usage) *float64
+	now      func() time.Time
 
-	promptID string // set once Send returned
+	prompts map[string]*prompt // by message id, until settled
+	byTurn  map[int]*prompt
+	last    *prompt   // the last prompt settled
+	total   llm.Usage // of every prompt settled
+	closed  chan struct{}
 
-	turn         int // our turn, 0 until its turn/start
-	reason       *session.Reason
-	blocked      *string
-	text         strings.Builder // assistant text of our turn
-	usage        llm.Usage
-	lastStep     int
-	atLineStart  bool
-	wrote        bool
-	pendingEarly []session.Event // events before promptID was known
+	// next is the seq after the last accepted event handled; retries wait
+	// in marks until the accepted stream reaches their seq.
+	next  int64
+	marks []agent.Live
+
+	// Text mode.
+	atLineStart bool
+	wrote       bool // stdout got text
+	partial     bool // this attempt's text was streamed (stream only)
+	lastStep    [2]int
 }
 
-func newTurnOutput(mode string, stdout, stderr io.Writer, activity bool, spin *spinner) *turnOutput {
-	return &turnOutput{mode: mode, stdout: stdout, stderr: stderr, activity: activity, spin: spin, atLineStart: true}
+// prompt is one message sent (or steered while idle) that should get a
+// turn of its own.
+type prompt struct {
+	id       string
+	start    time.Time
+	turn     int
+	reason   *session.Reason
+	blocked  *string
+	text     strings.Builder
+	usage    llm.Usage
+	settled  bool
+	result   runResult
+	onSettle func(runResult)
 }
 
-// setPrompt records the prompt's id and replays the events that arrived
-// before it was known.
-func (o *turnOutput) setPrompt(id string) {
+func newPrinter(mode string, stdout, stderr io.Writer, stream, activity bool, spin *spinner) *printer {
+	return &printer{mode: mode, stdout: stdout, stderr: stderr, stream: stream, activity: activity, spin: spin,
+		now: time.Now, prompts: map[string]*prompt{}, byTurn: map[int]*prompt{}, closed: make(chan struct{}), atLineStart: true}
+}
+
+// expect registers a prompt before it is sent, so nothing about it can
+// arrive first. onSettle (may be nil) is called once, under the printer's
+// lock, when it settles.
+func (o *printer) expect(id string, onSettle func(runResult)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.promptID = id
-	early := o.pendingEarly
-	o.pendingEarly = nil
-	for _, ev := range early {
+	o.prompts[id] = &prompt{id: id, start: o.now(), onSettle: onSettle}
+}
+
+// forget drops a prompt the agent refused.
+func (o *printer) forget(id string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.prompts, id)
+}
+
+// accepted handles an event as it enters the log.
+func (o *printer) accepted(ev session.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.next = ev.Seq + 1
+	if ev.Type == session.TypeAssistantChunk {
+		c, ok := decode[*session.AssistantChunk](ev)
+		if ok && o.mode == outStreamJSON {
+			o.line(deltaLine{Type: "agent/delta", Live: true, Seq: ev.Seq, Turn: c.Turn, Step: c.Step, Delta: c.Delta})
+		}
+		if ok && o.stream && c.Delta.Text != "" && o.byTurn[c.Turn] != nil {
+			if o.wrote && o.lastStep != [2]int{c.Turn, c.Step} {
+				o.printText("\n")
+			}
+			o.lastStep = [2]int{c.Turn, c.Step}
+			o.partial = true
+			o.printText(c.Delta.Text)
+		}
+	}
+	if o.mode != outStreamJSON {
 		o.track(ev)
 	}
+	o.activityOf(ev)
+	o.applyMarks()
 }
 
-// event handles one durable event.
-func (o *turnOutput) event(ev session.Event) {
+// durable handles an event once it is durable: stream-json prints it as
+// its log line.
+func (o *printer) durable(ev session.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.mode == outStreamJSON {
-		o.spin.clear()
-		_, _ = o.stdout.Write(ev.AppendLine(nil))
-	}
-	if o.promptID == "" {
-		o.pendingEarly = append(o.pendingEarly, ev)
-		return
-	}
+	o.spin.clear()
+	_, _ = o.stdout.Write(ev.AppendLine(nil))
 	o.track(ev)
 }
 
-// track updates the state of our turn from ev and prints text-mode output.
-func (o *turnOutput) track(ev session.Event) {
+// live handles a live agent event.
+func (o *printer) live(ev agent.Live) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	switch ev.Type {
-	case session.TypeTurnStart:
-		p, err := ev.Decode()
-		if err == nil && p.(*session.TurnStart).Trigger.MessageID == o.promptID {
-			o.turn = p.(*session.TurnStart).Turn
-			o.spin.set(fmt.Sprintf("turn %d", o.turn))
-		}
+	case agent.LiveRetry:
+		o.marks = append(o.marks, ev)
+		o.applyMarks()
 		return
-	}
-	if o.turn == 0 {
-		return
-	}
-	switch ev.Type {
-	case session.TypeAssistantChunk:
-		p, err := ev.Decode()
-		if err != nil {
-			return
+	case agent.LiveQueued:
+		// A steer staged into a running turn has no turn of its own.
+		if ev.Placement == agent.PlacementSteering && ev.Message != nil {
+			delete(o.prompts, ev.Message.ID)
 		}
-		c := p.(*session.AssistantChunk)
-		if c.Turn != o.turn || c.Delta.Text == "" {
-			return
-		}
-		if c.Step != o.lastStep && o.lastStep != 0 && o.text.Len() > 0 {
-			o.text.WriteString("\n")
-			o.printText("\n")
-		}
-		o.lastStep = c.Step
-		o.text.WriteString(c.Delta.Text)
-		o.printText(c.Delta.Text)
-	case session.TypeAssistantMessage:
-		p, err := ev.Decode()
-		if err != nil {
-			return
-		}
-		m := p.(*session.AssistantMessage)
-		if m.Turn == o.turn {
-			o.usage = o.usage.Add(m.Usage)
-			o.spin.tokens(o.usage)
-		}
-	case session.TypeToolCall:
-		if !o.activity {
-			return
-		}
-		p, err := ev.Decode()
-		if err == nil {
-			c := p.(*session.ToolCall)
-			o.note(fmt.Sprintf("→ %s %s", c.Name, transcript.Summarize(c.Arguments, 80)))
-		}
-	case session.TypeToolResult:
-		if !o.activity {
-			return
-		}
-		p, err := ev.Decode()
-		if err == nil {
-			r := p.(*session.ToolResult)
-			if r.IsError {
-				o.note(fmt.Sprintf("← %s: error %s", r.CallID, r.Code))
+	case agent.LiveBlocked:
+		if ev.Message != nil {
+			if p := o.prompts[ev.Message.ID]; p != nil && p.turn == 0 {
+				r := ev.Reason
+				p.blocked = &r
 			}
 		}
-	case session.TypeTurnEnd:
-		p, err := ev.Decode()
-		if err == nil && p.(*session.TurnEnd).Turn == o.turn {
-			r := p.(*session.TurnEnd).Reason
-			o.reason = &r
+	}
+	if o.mode == outStreamJSON {
+		o.line(liveJSON(ev))
+	}
+	switch ev.Type {
+	case agent.LiveBlocked:
+		if ev.Message != nil {
+			if p := o.prompts[ev.Message.ID]; p != nil && p.blocked != nil {
+				o.settle(p)
+			}
+		}
+	case agent.LiveDiscarded:
+		for _, m := range ev.Messages {
+			if p := o.prompts[m.ID]; p != nil && p.turn == 0 {
+				o.settle(p)
+			}
+		}
+	case agent.LiveClosed:
+		close(o.closed)
+	}
+}
+
+// applyMarks handles the retries whose failed attempts the accepted stream
+// has passed: stream-json prints the marker line; a terminal that got the
+// failed attempt's text is told it is discarded.
+func (o *printer) applyMarks() {
+	for len(o.marks) > 0 && o.marks[0].Seq <= o.next {
+		m := o.marks[0]
+		o.marks = o.marks[1:]
+		if o.mode == outStreamJSON {
+			o.line(liveJSON(m))
+		}
+		if o.partial {
+			o.partial = false
+			o.spin.clear()
+			if !o.atLineStart {
+				_, _ = io.WriteString(o.stdout, "\n")
+				o.atLineStart = true
+				o.spin.lineStart(true)
+			}
+			fmt.Fprintln(o.stderr, "rein: the answer above was cut off; the model answers again")
 		}
 	}
 }
 
-func (o *turnOutput) printText(s string) {
+// track follows the prompts' turns: their number, text, usage and end.
+func (o *printer) track(ev session.Event) {
+	switch ev.Type {
+	case session.TypeTurnStart:
+		ts, ok := decode[*session.TurnStart](ev)
+		if p := o.prompts[ts.Trigger.MessageID]; ok && p != nil {
+			p.turn = ts.Turn
+			o.byTurn[ts.Turn] = p
+			o.spin.set(fmt.Sprintf("turn %d", ts.Turn))
+		}
+	case session.TypeAssistantMessage:
+		m, ok := decode[*session.AssistantMessage](ev)
+		p := o.byTurn[m.Turn]
+		if !ok || p == nil {
+			return
+		}
+		p.usage = p.usage.Add(m.Usage)
+		o.spin.tokens(p.usage)
+		text := llm.PlainText(m.Content)
+		if text == "" {
+			return
+		}
+		if p.text.Len() > 0 {
+			p.text.WriteString("\n")
+			if !o.stream {
+				o.printText("\n")
+			}
+		}
+		p.text.WriteString(text)
+		if !o.stream {
+			o.printText(text)
+		}
+		o.partial = false
+	case session.TypeTurnEnd:
+		te, ok := decode[*session.TurnEnd](ev)
+		if p := o.byTurn[te.Turn]; ok && p != nil {
+			r := te.Reason
+			p.reason = &r
+			o.settle(p)
+		}
+	}
+}
+
+// activityOf shows tool calls and failed results on stderr.
+func (o *printer) activityOf(ev session.Event) {
+	if !o.activity {
+		return
+	}
+	switch ev.Type {
+	case session.TypeToolCall:
+		if c, ok := decode[*session.ToolCall](ev); ok && o.byTurn[c.Turn] != nil {
+			o.note(fmt.Sprintf("→ %s %s", c.Name, transcript.Summarize(c.Arguments, 80)))
+		}
+	case session.TypeToolResult:
+		if r, ok := decode[*session.ToolResult](ev); ok && r.IsError && o.byTurn[r.Turn] != nil {
+			o.note(fmt.Sprintf("← %s: error %s", r.CallID, r.Code))
+		}
+	}
+}
+
+func decode[T session.Payload](ev session.Event) (T, bool) {
+	p, err := ev.Decode()
+	if err != nil {
+		var zero T
+		return zero, false
+	}
+	t, ok := p.(T)
+	return t, ok
+}
+
+func (o *printer) printText(s string) {
 	if o.mode != outText || s == "" {
 		return
 	}
@@ -159,7 +291,7 @@ func (o *turnOutput) printText(s string) {
 }
 
 // note writes a line of activity on stderr, on a line of its own.
-func (o *turnOutput) note(s string) {
+func (o *printer) note(s string) {
 	o.spin.clear()
 	if !o.atLineStart && o.mode == outText {
 		_, _ = io.WriteString(o.stdout, "\n")
@@ -169,21 +301,100 @@ func (o *turnOutput) note(s string) {
 	fmt.Fprintln(o.stderr, s)
 }
 
-// live handles one live agent event.
-func (o *turnOutput) live(ev agent.Live) {
+// line writes v as one JSON line.
+func (o *printer) line(v any) {
+	o.spin.clear()
+	b, _ := json.Marshal(v)
+	_, _ = o.stdout.Write(append(b, '\n'))
+}
+
+// settle works out a prompt's result once: from its turn/end, its block,
+// or (at the end) whatever was seen.
+func (o *printer) settle(p *prompt) {
+	if p.settled {
+		return
+	}
+	p.settled = true
+	delete(o.prompts, p.id)
+	sid := o.session
+	if o.stored != nil && !o.stored() {
+		sid = "" // a new session not created: nothing durable happened yet
+	}
+	r := runResult{Type: "result", Session: sid, PromptID: p.id, Turn: p.turn, Text: p.text.String(), Usage: p.usage,
+		DurationMs: o.now().Sub(p.start).Milliseconds()}
+	if o.cost != nil {
+		r.Cost = o.cost(p.usage)
+	}
+	switch {
+	case p.turn == 0 && p.blocked != nil:
+		r.Outcome, r.Blocked = outcomeBlocked, *p.blocked
+	case p.turn == 0:
+		// No turn and no block: discarded (a cancel, or the agent
+		// closed, before admission).
+		r.Outcome = session.ReasonAborted
+	case p.reason == nil:
+		r.Outcome = outcomeError
+	default:
+		r.Reason, r.Outcome = p.reason, p.reason.Kind
+	}
+	r.ExitCode = exitCodeOf(r.Outcome)
+	p.result = r
+	o.last = p
+	o.total = o.total.Add(p.usage)
+	if p.onSettle != nil {
+		p.onSettle(r)
+	}
+}
+
+// exitCodeOf maps a prompt's outcome to rein run's exit code.
+func exitCodeOf(outcome string) int {
+	switch outcome {
+	case session.ReasonCompleted:
+		return ExitOK
+	case outcomeBlocked:
+		return ExitBlocked
+	case session.ReasonAborted:
+		return ExitAborted
+	case session.ReasonMaxSteps:
+		return ExitMaxSteps
+	}
+	return ExitError
+}
+
+// finish settles every prompt still open (call it once every event and
+// live event was handled), ends the text output and stops the spinner. It
+// returns the result of the prompt that settled last, and whether there
+// was one.
+func (o *printer) finish() (runResult, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if ev.Type == agent.LiveBlocked && ev.Message != nil && ev.Message.ID != "" {
-		r := ev.Reason
-		if o.promptID == "" || ev.Message.ID == o.promptID {
-			o.blocked = &r
-		}
+	o.spin.stop()
+	open := make([]*prompt, 0, len(o.prompts))
+	for _, p := range o.prompts {
+		open = append(open, p)
 	}
-	if o.mode == outStreamJSON {
-		o.spin.clear()
-		b, _ := json.Marshal(liveJSON(ev))
-		_, _ = o.stdout.Write(append(b, '\n'))
+	slices.SortFunc(open, func(a, b *prompt) int { return a.start.Compare(b.start) })
+	for _, p := range open {
+		o.settle(p)
 	}
+	if o.mode == outText && o.wrote && !o.atLineStart {
+		_, _ = io.WriteString(o.stdout, "\n")
+	}
+	if o.last == nil {
+		return runResult{}, false
+	}
+	return o.last.result, true
+}
+
+// deltaLine is the stream-json form of an assistant/chunk as it streams:
+// live, before it is durable.
+type deltaLine struct {
+	Type  string    `json:"type"`
+	Live  bool      `json:"live"`
+	Seq   int64     `json:"seq"`
+	Turn  int       `json:"turn"`
+	Step  int       `json:"step"`
+	Delta llm.Delta `json:"delta"`
 }
 
 // liveEvent is the stream-json form of a live event: its type, "live": true,
@@ -198,8 +409,11 @@ type liveEvent struct {
 	Seq       int64         `json:"seq,omitempty"`
 	Turn      int           `json:"turn,omitempty"`
 	Step      int           `json:"step,omitempty"`
+	Attempt   int           `json:"attempt,omitempty"`
+	WaitMs    *int64        `json:"waitMs,omitempty"`
 	Reason    any           `json:"reason,omitempty"`
 	Seqs      []int64       `json:"seqs,omitempty"`
+	Code      string        `json:"code,omitempty"`
 	Error     string        `json:"error,omitempty"`
 }
 
@@ -211,7 +425,7 @@ type liveMessage struct {
 
 func liveJSON(ev agent.Live) liveEvent {
 	m := liveEvent{Type: string(ev.Type), Live: true, Status: string(ev.Status), Placement: ev.Placement,
-		Seq: ev.Seq, Turn: ev.Turn, Step: ev.Step, Seqs: ev.Seqs}
+		Seq: ev.Seq, Turn: ev.Turn, Step: ev.Step, Seqs: ev.Seqs, Attempt: ev.Attempt}
 	if ev.Message != nil {
 		m.Message = &liveMessage{ev.Message.ID, ev.Message.Content, ev.Message.Source}
 	}
@@ -224,57 +438,50 @@ func liveJSON(ev agent.Live) liveEvent {
 	case ev.Reason != "":
 		m.Reason = ev.Reason
 	}
+	if ev.Type == agent.LiveRetry {
+		w := ev.Wait.Milliseconds()
+		m.WaitMs = &w
+	}
 	if ev.Err != nil {
 		m.Error = ev.Err.Error()
+		var le *llm.Error
+		if errors.As(ev.Err, &le) {
+			m.Code = string(le.Code)
+		}
 	}
 	return m
 }
 
-// runResult is how a prompt ended, and the JSON that --output json prints.
+// runResult is how a prompt ended: the object --output json prints and
+// stream-json's result line.
 type runResult struct {
-	Session  string          `json:"session,omitempty"` // empty when nothing was stored
-	PromptID string          `json:"promptID"`
-	Turn     int             `json:"turn,omitempty"`
-	Outcome  string          `json:"outcome"` // completed, blocked, aborted, error, max-tokens, interrupted
-	Reason   *session.Reason `json:"reason,omitempty"`
-	Blocked  string          `json:"blocked,omitempty"`
-	Text     string          `json:"text"`
-	Usage    llm.Usage       `json:"usage"`
-	ExitCode int             `json:"exitCode"`
+	Type     string `json:"type,omitempty"`    // "result" in stream-json
+	Session  string `json:"session,omitempty"` // empty when nothing was stored
+	PromptID string `json:"promptID"`
+	Turn     int    `json:"turn,omitempty"`
+	// Outcome is completed, max-steps, max-tokens, error, aborted,
+	// interrupted or blocked.
+	Outcome    string          `json:"outcome"`
+	Reason     *session.Reason `json:"reason,omitempty"`
+	Blocked    string          `json:"blocked,omitempty"`
+	Text       string          `json:"text"`
+	Usage      llm.Usage       `json:"usage"`
+	Cost       *float64        `json:"costUSD,omitempty"`
+	DurationMs int64           `json:"durationMs"`
+	ExitCode   int             `json:"exitCode"`
 }
 
-// result reports the outcome. Call it after the agent is closed (every
-// event and live event delivered).
-func (o *turnOutput) result(sessionID string) runResult {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.spin.stop()
-	if o.mode == outText && o.wrote && !o.atLineStart {
-		_, _ = io.WriteString(o.stdout, "\n")
-	}
-	r := runResult{Session: sessionID, PromptID: o.promptID, Turn: o.turn, Text: o.text.String(), Usage: o.usage}
-	switch {
-	case o.turn == 0 && o.blocked != nil:
-		r.Outcome, r.Blocked, r.ExitCode = "blocked", *o.blocked, ExitBlocked
-	case o.turn == 0:
-		// No turn and no block seen: the prompt was discarded (cancelled
-		// before admission).
-		r.Outcome, r.ExitCode = session.ReasonAborted, ExitAborted
-	case o.reason == nil:
-		r.Outcome, r.ExitCode = "error", ExitError
-	default:
-		r.Reason = o.reason
-		r.Outcome = o.reason.Kind
-		switch o.reason.Kind {
-		case session.ReasonCompleted:
-			r.ExitCode = ExitOK
-		case session.ReasonAborted:
-			r.ExitCode = ExitAborted
-		default:
-			r.ExitCode = ExitError
-		}
-	}
-	return r
+// initLine is stream-json's first line.
+type initLine struct {
+	Type           string   `json:"type"` // "init"
+	Session        string   `json:"session"`
+	Resumed        bool     `json:"resumed"`
+	From           int64    `json:"from"` // the first seq this run prints
+	Model          string   `json:"model"`
+	Cwd            string   `json:"cwd"`
+	Tools          []string `json:"tools"`
+	PermissionMode string   `json:"permissionMode"`
+	Version        string   `json:"version"`
 }
 
 // spinner draws a progress line on a terminal's stderr: a spinner, the turn

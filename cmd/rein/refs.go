@@ -32,7 +32,11 @@ func sessionRefs(prompt string) []string {
 func (a *app) snapshotRefs(ctx context.Context, st store.Store, self string, ids []string) ([]agent.AdditionalContext, error) {
 	seen := map[string]bool{self: true}
 	var out []agent.AdditionalContext
-	for _, id := range ids {
+	for _, ref := range ids {
+		id, err := resolveID(ctx, st, ref)
+		if err != nil {
+			return nil, fmt.Errorf("reference @session:%s: %w", ref, err)
+		}
 		if seen[id] {
 			continue
 		}

@@ -99,26 +99,48 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if ee.err != nil {
 			fmt.Fprintf(stderr, "rein: %v\n", ee.err)
 		}
+		if ee.code == ExitUsage {
+			fmt.Fprintln(stderr, "Run 'rein --help' for usage.")
+		}
 		return ee.code
 	}
 	fmt.Fprintf(stderr, "rein: %v\n", err)
-	if isUsage(err) {
-		fmt.Fprintln(stderr, "Run 'rein --help' for usage.")
-		return ExitUsage
-	}
 	return ExitError
 }
 
-// isUsage recognises cobra's own argument and flag errors.
-func isUsage(err error) bool {
-	s := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument",
-		"invalid argument", "accepts ", "requires at least", "requires exactly", "if any flags in the group", "required flag"} {
-		if strings.Contains(s, p) {
-			return true
+// usageErrors makes every argument and flag error of the tree below cmd a
+// usage error (exit 2), through cobra's own hooks: the flag error function,
+// each command's argument validator, and, for commands that only group
+// others, a RunE that refuses an unknown subcommand.
+func usageErrors(cmd *cobra.Command) {
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitWith(ExitUsage, err) })
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasSubCommands() && c.RunE == nil && c.Run == nil {
+			c.Args = cobra.ArbitraryArgs
+			c.RunE = func(c *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return c.Help()
+				}
+				msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+				if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+					msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+				}
+				return usagef("%s", msg)
+			}
+		} else if valid := c.Args; valid != nil {
+			c.Args = func(c *cobra.Command, args []string) error {
+				if err := valid(c, args); err != nil {
+					return exitWith(ExitUsage, err)
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
 		}
 	}
-	return false
+	walk(cmd)
 }
 
 func (a *app) rootCmd() *cobra.Command {
@@ -150,6 +172,9 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.HasSubCommands() {
+				return nil // help, or an unknown command: no setup needed
+			}
 			return a.setup(cmd)
 		},
 	}
@@ -168,6 +193,7 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 	f.BoolVar(&a.trustOnce, "trust", false, "apply this workspace's own hooks, provider URLs, allow rules, MCP servers and other trust-relevant settings for this run only (see 'rein trust')")
 	f.StringVar(&a.storeSpec, "store", "", "where sessions are kept: a directory (JSONL files) or a postgres:// URL (default from config: $REIN_HOME)")
 	root.AddCommand(a.runCmd(), a.injectCmd(), a.demoCmd(), a.sessionsCmd(), a.configCmd(), a.trustCmd(), a.storeCmd(), a.acpCmd(), a.mcpCmd())
+	usageErrors(root)
 	return root
 }
 

@@ -164,18 +164,22 @@ prints the same as one JSON object.`,
 			if err != nil {
 				return err
 			}
+			id, err := resolveID(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
 			if stats {
-				return a.showStats(cmd.Context(), st, args[0], asJSON)
+				return a.showStats(cmd.Context(), st, id, asJSON)
 			}
 			if asJSON && !follow {
-				return a.streamJSON(cmd.Context(), st, args[0])
+				return a.streamJSON(cmd.Context(), st, id)
 			}
-			loaded, err := a.load(cmd.Context(), st, args[0])
+			loaded, err := a.load(cmd.Context(), st, id)
 			if err != nil {
 				return err
 			}
 			if follow && asJSON {
-				return a.follow(cmd.Context(), st, args[0], 0, true, transcript.Options{})
+				return a.follow(cmd.Context(), st, id, 0, true, transcript.Options{})
 			}
 			evs := loaded.Log.Events(0)
 			h := loaded.Log.Header()
@@ -198,7 +202,7 @@ prints the same as one JSON object.`,
 			opts := transcript.Options{Verbose: verbose, Seqs: seqs}
 			if follow {
 				fmt.Fprintln(a.stdout)
-				return a.follow(cmd.Context(), st, args[0], 0, false, opts)
+				return a.follow(cmd.Context(), st, id, 0, false, opts)
 			}
 			if n := len(loaded.Repair); n > 0 || loaded.TornBytes > 0 {
 				fmt.Fprintf(a.stdout, "repaired on load: %d closing events added, %d torn bytes dropped\n", n, loaded.TornBytes)
@@ -294,7 +298,10 @@ the new session's id.
 			if err != nil {
 				return err
 			}
-			id := args[0]
+			id, err := resolveID(ctx, st, args[0])
+			if err != nil {
+				return err
+			}
 			fp, err := a.lastForkPoint(ctx, st, id)
 			if err != nil {
 				return err
@@ -360,7 +367,11 @@ func (a *app) sessionsRm() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			for _, id := range args {
+			for _, ref := range args {
+				id, err := resolveID(cmd.Context(), st, ref)
+				if err != nil {
+					return err
+				}
 				if err := st.Delete(cmd.Context(), id); err != nil {
 					return lockedError(id, fmt.Errorf("rm %s: %w", id, err))
 				}
@@ -475,8 +486,11 @@ new session's id on stdout.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			id := args[0]
 			st, err := a.openStore()
+			if err != nil {
+				return err
+			}
+			id, err := resolveID(ctx, st, args[0])
 			if err != nil {
 				return err
 			}

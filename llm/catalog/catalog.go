@@ -101,6 +101,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// IdleTimeout is the adapters' idle-stream watchdog (default 90s).
 	IdleTimeout time.Duration
+	// RequestTimeout bounds each request from sending to its last byte
+	// (0: no bound). A request it cuts fails with code timeout.
+	RequestTimeout time.Duration
 }
 
 // provider describes one known provider.
@@ -197,7 +200,8 @@ func Lookup(providerName, name string, cfg Config) Model {
 	return m
 }
 
-// Resolve parses spec and returns its provider and model. getenv reads the
+// Resolve parses spec and returns its provider and model, its streams
+// bounded by cfg.RequestTimeout (see llm.WithTimeout). getenv reads the
 // environment (os.Getenv in production; nil reads nothing). "scripted:FILE"
 // loads the scripted model at FILE (llm/scripted) with zero limits.
 //
@@ -205,6 +209,14 @@ func Lookup(providerName, name string, cfg Config) Model {
 // environment variable to set) or ErrMissingBaseURL, or are the scripted
 // loader's.
 func Resolve(spec string, cfg Config, getenv func(string) string) (llm.Provider, Model, error) {
+	p, m, err := resolve(spec, cfg, getenv)
+	if err != nil {
+		return nil, m, err
+	}
+	return llm.WithTimeout(p, cfg.RequestTimeout), m, nil
+}
+
+func resolve(spec string, cfg Config, getenv func(string) string) (llm.Provider, Model, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
