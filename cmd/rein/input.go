@@ -130,10 +130,11 @@ func (a *app) serveInput(ctx context.Context, ag *agent.Agent, out *printer, int
 			fail(l.n, inputInvalidJSON, nil, "%v", err)
 			continue
 		}
+		given := req // carryOut mints an id when none was given
 		if err := a.carryOut(ag, out, &req, func(r runResult) { out.line(r) }); err != nil {
 			var re *requestError
 			errors.As(err, &re)
-			fail(l.n, re.code, &req, "%v", re.err)
+			fail(l.n, re.code, &given, "%v", re.err)
 		}
 	}
 }
@@ -165,7 +166,9 @@ func (a *app) carryOut(ag *agent.Agent, out *printer, req *inputRequest, onSettl
 		if req.ID == "" {
 			req.ID = agent.NewULID("m")
 		}
-		out.expect(req.ID, onSettle)
+		if !out.expect(req.ID, onSettle) {
+			return rejected(fmt.Errorf("%w: %q", agent.ErrDuplicateID, req.ID))
+		}
 		m := agent.Message{ID: req.ID, Content: content}
 		if req.Type == "send" {
 			_, err = ag.Send(m)

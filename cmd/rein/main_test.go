@@ -25,7 +25,15 @@ import (
 
 func TestMain(m *testing.M) {
 	testscript.Main(stopPostgres{m}, map[string]func(){
-		"rein":          func() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		"rein": func() {
+			code := Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+			// A background command's exit code is not visible to a
+			// script: it may ask for it in a file.
+			if f := os.Getenv("REIN_TEST_EXIT_FILE"); f != "" {
+				_ = os.WriteFile(f, []byte(strconv.Itoa(code)+"\n"), 0o644)
+			}
+			os.Exit(code)
+		},
 		"rein-test-mcp": testMCPServer,
 	})
 }
@@ -43,6 +51,9 @@ func (s stopPostgres) Run() int {
 // TestScripts runs testdata/script/*.txtar against the real rein binary
 // (this test binary, installed as "rein" on the scripts' PATH). Each script
 // has its own REIN_HOME and XDG_CONFIG_HOME inside its work directory.
+//
+// A rein run with REIN_TEST_EXIT_FILE set writes its exit code there (for
+// commands run in the background).
 //
 // Extra commands:
 //

@@ -93,11 +93,16 @@ func newPrinter(mode string, stdout, stderr io.Writer, stream, activity bool, sp
 
 // expect registers a prompt before it is sent, so nothing about it can
 // arrive first. onSettle (may be nil) is called once, under the printer's
-// lock, when it settles.
-func (o *printer) expect(id string, onSettle func(runResult)) {
+// lock, when it settles. It reports false when a prompt with this id is
+// still open.
+func (o *printer) expect(id string, onSettle func(runResult)) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.prompts[id] != nil {
+		return false
+	}
 	o.prompts[id] = &prompt{id: id, start: o.now(), onSettle: onSettle}
+	return true
 }
 
 // forget drops a prompt the agent refused.

@@ -123,6 +123,7 @@ func usageErrors(cmd *cobra.Command) {
 					return c.Help()
 				}
 				msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+				c.SuggestionsMinimumDistance = 2
 				if s := c.SuggestionsFor(args[0]); len(s) > 0 {
 					msg += fmt.Sprintf(" (did you mean %q?)", s[0])
 				}

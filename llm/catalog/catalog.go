@@ -203,7 +203,8 @@ func Lookup(providerName, name string, cfg Config) Model {
 // Resolve parses spec and returns its provider and model, its streams
 // bounded by cfg.RequestTimeout (see llm.WithTimeout). getenv reads the
 // environment (os.Getenv in production; nil reads nothing). "scripted:FILE"
-// loads the scripted model at FILE (llm/scripted) with zero limits.
+// loads the scripted model at FILE (llm/scripted), with the limits and
+// price cfg.Models gives it (none are built in).
 //
 // Errors wrap ErrBadSpec, ErrUnknownProvider, ErrMissingKey (naming the
 // environment variable to set) or ErrMissingBaseURL, or are the scripted
@@ -229,7 +230,7 @@ func resolve(spec string, cfg Config, getenv func(string) string) (llm.Provider,
 		if err != nil {
 			return nil, Model{}, err
 		}
-		return m, Model{Provider: name, Name: model}, nil
+		return m, Lookup(name, model, cfg), nil
 	}
 	pv, ok := providers[name]
 	if !ok {
