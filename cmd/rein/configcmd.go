@@ -28,8 +28,10 @@ Layers, each overriding the one before:
   3. the workspace file: .rein/config.toml in the workspace root (the nearest
      directory upwards holding .rein or .git)
   4. environment: REIN_MODEL, REIN_PERMISSION_MODE, REIN_CONTEXT_WINDOW,
-     REIN_INSTRUCTIONS_BUDGET
-  5. flags: --model, --permission-mode
+     REIN_INSTRUCTIONS_BUDGET, REIN_NETWORK_ACCESS, and REIN_<KEY> for each
+     key from max_steps on (REIN_MAX_STEPS, REIN_REQUEST_TIMEOUT, ...)
+  5. flags: --model, --permission-mode, ..., and rein run's flags of the
+     same names (--max-steps, --request-timeout, ...)
 
 In a workspace you have not trusted (see 'rein trust'), the workspace file's
 provider base_url, api_key_env and headers, a permission_mode more permissive
@@ -41,6 +43,18 @@ Keys (TOML):
   permission_mode = "workspace-write"   # read-only | workspace-write | full-access
   context_window = 0                    # tokens; 0 = the model catalog's value
   instructions_budget = 32768           # bytes of AGENTS.md/CLAUDE.md in the system prompt
+  max_steps = 0                         # steps per turn (0: no limit)
+  max_output_tokens = 0                 # per response (0: the model's maximum)
+  reasoning_effort = ""                 # minimal | low | medium | high
+  thinking_budget = 0                   # Anthropic extended thinking (0: off, else >= 1024)
+  system_prompt = ""                    # replaces rein's own system prompt section
+  append_system_prompt = ""             # a last system prompt section
+  stream_idle_timeout = "90s"           # give up on a silent response after this
+  request_timeout = "0"                 # bound each model request ("0": none)
+  [prices."deepseek:deepseek-chat"]     # USD per million tokens, for the cost shown
+  input = 0.28
+  output = 0.42
+  cache_read = 0.028
   [providers.deepseek]
   base_url = "https://..."              # override the provider's endpoint
   api_key_env = "MY_DEEPSEEK_KEY"       # read the API key from this variable
@@ -49,7 +63,8 @@ Keys (TOML):
   keep = ["GITHUB_TOKEN"]               # keep for bash despite the credential patterns
   drop = ["AWS_*"]                      # remove from bash and hooks
 
-An unknown key or a wrong type is an error naming the file and line.`,
+An unknown key or a wrong type is an error naming the file and line (and the
+key it most likely meant).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			items, err := a.projectItems(a.root)

@@ -414,7 +414,14 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 	}
 	if f.input == inStreamJSON {
 		// Each prompt's result line is out; the exit code is the last
-		// one's (0 when none was sent).
+		// one's (0 when none was sent; 130 after SIGINT).
+		select {
+		case <-interrupted:
+			if !ok || res.ExitCode == ExitOK {
+				return exitWith(ExitAborted, nil)
+			}
+		default:
+		}
 		if ok && res.ExitCode != ExitOK {
 			return exitWith(res.ExitCode, nil)
 		}
