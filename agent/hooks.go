@@ -215,6 +215,9 @@ type StopInfo struct {
 	// Forced counts consecutive continuations forced by TurnStopping in
 	// this turn (Claude Code's stop_hook_active is Forced > 0).
 	Forced int
+	// LastAssistantText is the text of the turn's last assistant message
+	// ("" when it had none).
+	LastAssistantText string
 }
 
 // StopDecision is a TurnStopping decision.

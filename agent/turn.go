@@ -183,6 +183,7 @@ type stepResult struct {
 	owed      bool            // the model is owed another step
 	maxTokens bool            // the response hit the output limit
 	fail      *session.Reason // the turn must end with this error
+	text      *string         // the response's text, when a response was recorded
 }
 
 func (a *Agent) runTurn(ctx context.Context, turn int) {
@@ -193,10 +194,11 @@ func (a *Agent) runTurn(ctx context.Context, turn int) {
 		fail      *session.Reason
 		forced    int
 		step      int
+		lastText  string // of the turn's last assistant message
 	)
 	for ctx.Err() == nil {
 		if !owed {
-			dec, err := run(ctx, a.cfg.Hooks.TurnStopping, StopInfo{Agent: a, Turn: turn, Forced: forced},
+			dec, err := run(ctx, a.cfg.Hooks.TurnStopping, StopInfo{Agent: a, Turn: turn, Forced: forced, LastAssistantText: lastText},
 				func(context.Context, StopInfo) (StopDecision, error) { return StopDecision{}, nil })
 			if err != nil {
 				a.cfg.Logger.Warn("agent: TurnStopping hook failed", "session", a.id, "turn", turn, "err", err)
@@ -244,6 +246,9 @@ func (a *Agent) runTurn(ctx context.Context, turn int) {
 		}
 		step++
 		res := a.runStep(ctx, turn, step)
+		if res.text != nil {
+			lastText = *res.text
+		}
 		if res.fail != nil {
 			fail = res.fail
 			break
@@ -686,20 +691,23 @@ func (a *Agent) finishStep(ctx context.Context, turn, step int, out *streamed) s
 	if mintErr {
 		return a.endStep(turn, step, &session.Reason{Kind: session.ReasonError, Code: "invariant", Message: "assistant message refused by the session invariant"})
 	}
+	text := out.text.String()
 	if finish == llm.FinishMaxTokens {
 		r := a.endStep(turn, step, nil)
-		r.maxTokens = true
+		r.maxTokens, r.text = true, &text
 		return r
 	}
 	if len(calls) == 0 {
-		return a.endStep(turn, step, nil)
+		r := a.endStep(turn, step, nil)
+		r.text = &text
+		return r
 	}
 	fail := a.runTools(ctx, turn, step, calls)
 	a.do(func() {
 		a.drain(turn)
 		_, _ = a.append(&session.StepEnd{Turn: turn, Step: step})
 	})
-	return stepResult{owed: true, fail: fail}
+	return stepResult{owed: true, fail: fail, text: &text}
 }
 
 func nonNil(s []int64) []int64 {

@@ -42,8 +42,12 @@ type Runtime struct {
 	// TranscriptPath returns the session's log file for the payload's
 	// transcript_path ("" when nil or unknown).
 	TranscriptPath func(sessionID string) string
-	// Cwd is the hooks' working directory and the payload's cwd.
+	// Cwd is the hooks' working directory and the payload's cwd; relative
+	// paths in tool_input are made absolute against it.
 	Cwd string
+	// PermissionMode is the payload's permission_mode, in Claude Code's
+	// terms (ClaudePermissionMode maps rein's modes); "" leaves it out.
+	PermissionMode string
 	// ProjectDir is exported as CLAUDE_PROJECT_DIR; default Cwd.
 	ProjectDir string
 	// Env is the complete environment of hook processes. The caller
@@ -160,8 +164,9 @@ type merged struct {
 	stopBy   *Command
 	stopMsg  string
 	contexts []agent.AdditionalContext
-	updated  json.RawMessage // first updatedInput in config order
+	updated  json.RawMessage // updatedInput of the hook that finished last
 	updBy    *Command
+	updAt    time.Time
 }
 
 func rank(d string) int {
@@ -182,7 +187,7 @@ func rank(d string) int {
 func (b *bridge) fire(ctx context.Context, rec Recorder, event, point string, subjects []string, fields map[string]any) *merged {
 	var run []*Command
 	seen := map[string]bool{}
-	for _, h := range b.c.events[event] {
+	for _, h := range b.c.active(event) {
 		if seen[h.Command] || !slices.ContainsFunc(subjects, h.Matches) {
 			continue
 		}
@@ -202,6 +207,9 @@ func (b *bridge) fire(ctx context.Context, rec Recorder, event, point string, su
 		tp = b.rt.TranscriptPath(sid)
 	}
 	payload := map[string]any{"session_id": sid, "transcript_path": tp, "cwd": b.rt.Cwd, "hook_event_name": event}
+	if b.rt.PermissionMode != "" {
+		payload["permission_mode"] = b.rt.PermissionMode
+	}
 	maps.Copy(payload, fields)
 	in, err := json.Marshal(payload)
 	if err != nil {
@@ -241,8 +249,10 @@ func (b *bridge) fire(ctx context.Context, rec Recorder, event, point string, su
 			}
 			m.reason += reason
 		}
-		if r.UpdatedInput != nil && m.updated == nil && rank(r.Decision) < 3 {
-			m.updated, m.updBy = r.UpdatedInput, r.Hook
+		// Claude Code: when several hooks rewrite the input, the last to
+		// finish wins (each replaces the whole input).
+		if r.UpdatedInput != nil && rank(r.Decision) < 3 && (m.updated == nil || r.Finished.After(m.updAt)) {
+			m.updated, m.updBy, m.updAt = r.UpdatedInput, r.Hook, r.Finished
 		}
 		for _, s := range r.Contexts {
 			m.contexts = append(m.contexts, agent.AdditionalContext{
@@ -261,8 +271,8 @@ func (b *bridge) report(event string, r *result) {
 	case DecError, DecTimeout:
 		b.rt.Notify(fmt.Sprintf("%s: %s", who, r.Reason))
 	case DecBlock:
-		if event == SessionStart {
-			// SessionStart cannot block: its stderr is for the user.
+		if event == SessionStart || event == SessionEnd || event == Notification {
+			// These cannot block: the stderr is for the user.
 			b.rt.Notify(fmt.Sprintf("%s: %s", who, r.Reason))
 		}
 	}
@@ -343,7 +353,7 @@ func (b *bridge) toolPre(ctx context.Context, in agent.ToolCallInfo, next func(c
 	tm := toolMap(b.rt.Tools)
 	cc := tm.name(in.Name)
 	m := b.fire(ctx, recorder(in.Agent), PreToolUse, "ToolPre", []string{cc, in.Name}, map[string]any{
-		"tool_name": cc, "tool_input": tm.toCC(in.Name, in.Arguments), "tool_use_id": in.CallID,
+		"tool_name": cc, "tool_input": tm.toCC(in.Name, in.Arguments, b.rt.Cwd), "tool_use_id": in.CallID,
 	})
 	if err := ctx.Err(); err != nil {
 		return agent.ToolDecision{}, err
@@ -398,7 +408,7 @@ func (b *bridge) toolPost(ctx context.Context, in agent.ToolPostInfo, next func(
 	}
 	tm := toolMap(b.rt.Tools)
 	cc := tm.name(in.Name)
-	input := tm.toCC(in.Name, in.Arguments)
+	input := tm.toCC(in.Name, in.Arguments, b.rt.Cwd)
 	resp := map[string]any{"success": true, "output": llm.PlainText(res.Content)}
 	var obj map[string]any
 	if json.Unmarshal(input, &obj) == nil {
@@ -442,7 +452,8 @@ func joinFeedback(a, b string) string {
 // MaxStopContinuations consecutive times; continue:false wins over a block
 // and lets the turn stop.
 func (b *bridge) turnStopping(ctx context.Context, in agent.StopInfo, next func(context.Context, agent.StopInfo) (agent.StopDecision, error)) (agent.StopDecision, error) {
-	m := b.fire(ctx, recorder(in.Agent), Stop, "TurnStopping", []string{""}, map[string]any{"stop_hook_active": in.Forced > 0})
+	m := b.fire(ctx, recorder(in.Agent), Stop, "TurnStopping", []string{""},
+		map[string]any{"stop_hook_active": in.Forced > 0, "last_assistant_message": in.LastAssistantText})
 	d, err := next(ctx, in)
 	if err != nil || ctx.Err() != nil || m.stop || m.decision != DecBlock {
 		return d, err
@@ -506,4 +517,55 @@ func (c *Config) PreCompact(ctx context.Context, rec Recorder, rt Runtime, trigg
 		return CompactDecision{Block: true, Reason: orDefault(m.reason, "blocked by PreCompact hook "+m.by.ID)}
 	}
 	return CompactDecision{}
+}
+
+// ClaudePermissionMode is Claude Code's name for a rein permission mode, as
+// hooks see it in permission_mode: read-only is "plan" (nothing is
+// changed), workspace-write is "acceptEdits" (edits in the workspace go
+// through without asking), full-access is "bypassPermissions". Other
+// values are passed as they are.
+func ClaudePermissionMode(mode string) string {
+	switch mode {
+	case "read-only":
+		return "plan"
+	case "workspace-write":
+		return "acceptEdits"
+	case "full-access":
+		return "bypassPermissions"
+	}
+	return mode
+}
+
+// EndOther is the SessionEnd reason rein sends: the session ended with
+// the command that ran it (Claude Code's "other").
+const EndOther = "other"
+
+// SessionEnd runs the SessionEnd hooks when a session is about to be closed
+// (reason is the matcher subject; Claude Code's values are "clear",
+// "logout", "prompt_input_exit" and "other"). It cannot block anything:
+// its output is only shown (systemMessage) and recorded. rec may be nil.
+func (c *Config) SessionEnd(ctx context.Context, rec Recorder, rt Runtime, reason string) {
+	if c.Len(SessionEnd) == 0 {
+		return
+	}
+	b := &bridge{c: c, rt: rt.withDefaults()}
+	b.fire(ctx, rec, SessionEnd, "SessionEnd", []string{reason}, map[string]any{"reason": reason})
+}
+
+// Notification types (the matcher subject) rein sends.
+const (
+	// NotifyPermission: rein needs a decision on a tool call.
+	NotifyPermission = "permission_prompt"
+)
+
+// Notification runs the Notification hooks: rein has something to tell
+// the person at the keyboard (kind is the notification_type, the matcher
+// subject; message the text). Its output is only shown and recorded. rec
+// may be nil.
+func (c *Config) Notification(ctx context.Context, rec Recorder, rt Runtime, kind, message string) {
+	if c.Len(Notification) == 0 {
+		return
+	}
+	b := &bridge{c: c, rt: rt.withDefaults()}
+	b.fire(ctx, rec, Notification, "Notification", []string{kind}, map[string]any{"message": message, "notification_type": kind})
 }

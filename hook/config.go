@@ -28,14 +28,24 @@ const (
 	PostToolUse      = "PostToolUse"
 	Stop             = "Stop"
 	PreCompact       = "PreCompact"
+	SessionEnd       = "SessionEnd"
+	Notification     = "Notification"
 )
 
 // Events lists the supported events.
-var Events = []string{SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, PreCompact}
+var Events = []string{SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop, PreCompact, SessionEnd, Notification}
 
 // eventsWithMatcher are the events whose matcher is used; the others ignore
 // it (as Claude Code does).
-var eventsWithMatcher = map[string]bool{SessionStart: true, PreToolUse: true, PostToolUse: true, PreCompact: true}
+var eventsWithMatcher = map[string]bool{SessionStart: true, PreToolUse: true, PostToolUse: true, PreCompact: true,
+	SessionEnd: true, Notification: true}
+
+// otherEvents are Claude Code's hook events that rein does not fire: their
+// hooks are skipped with a warning. Any other name is most likely a typo,
+// and its warning suggests the name meant.
+var otherEvents = []string{"PostToolUseFailure", "PermissionRequest", "PermissionDenied", "SubagentStart", "SubagentStop",
+	"Setup", "TeammateIdle", "TaskCompleted", "ConfigChange", "CwdChanged", "FileChanged", "WorktreeCreate",
+	"WorktreeRemove", "MessageDisplay", "InstructionsLoaded"}
 
 // otherHookTypes are Claude Code handler types rein does not run: skipped
 // with a warning rather than refused, so a .claude/settings.json that uses
@@ -62,9 +72,13 @@ type Config struct {
 	Files []string
 	// Warnings lists what was skipped (unsupported events or hook types).
 	Warnings []string
+	// DisabledBy names the settings file whose "disableAllHooks": true
+	// turned every hook off ("" when none did): then no hook runs.
+	DisabledBy string
 
-	events   map[string][]*Command
-	projects []string // the workspace's files among Files
+	events    map[string][]*Command
+	projects  []string // the workspace's files among Files
+	disablers []string // files that said disableAllHooks, in load order
 }
 
 // Command is one configured command hook.
@@ -95,20 +109,19 @@ type Command struct {
 }
 
 // Len reports how many command hooks are configured for event.
-func (c *Config) Len(event string) int {
-	if c == nil {
-		return 0
+func (c *Config) Len(event string) int { return len(c.active(event)) }
+
+// active returns the hooks of event that may run: none when DisabledBy is
+// set.
+func (c *Config) active(event string) []*Command {
+	if c == nil || c.DisabledBy != "" {
+		return nil
 	}
-	return len(c.events[event])
+	return c.events[event]
 }
 
 // Commands returns the command hooks of event in config order.
-func (c *Config) Commands(event string) []*Command {
-	if c == nil {
-		return nil
-	}
-	return slices.Clone(c.events[event])
-}
+func (c *Config) Commands(event string) []*Command { return slices.Clone(c.active(event)) }
 
 // Load reads the hooks of the user settings file, the project's
 // .rein/settings.json and, when asked, .claude/settings.json, in that
@@ -156,7 +169,18 @@ func Load(opts LoadOptions) (*Config, error) {
 			return nil, err
 		}
 	}
+	c.applyDisable()
 	return c, nil
+}
+
+// applyDisable sets DisabledBy when a file said "disableAllHooks": true,
+// as Claude Code does: then no hook runs. (A workspace file's say counts
+// only while its hooks do: WithoutProject drops it.)
+func (c *Config) applyDisable() {
+	c.DisabledBy = ""
+	if len(c.disablers) > 0 {
+		c.DisabledBy = c.disablers[0]
+	}
 }
 
 // ProjectCommands returns the hooks declared by the workspace's own
@@ -184,6 +208,12 @@ func (c *Config) WithoutProject() *Config {
 		return nil
 	}
 	out := &Config{Warnings: c.Warnings, events: map[string][]*Command{}}
+	for _, f := range c.disablers {
+		if !slices.Contains(c.projects, f) {
+			out.disablers = append(out.disablers, f)
+		}
+	}
+	out.applyDisable()
 	for ev, hs := range c.events {
 		for _, h := range hs {
 			if !h.Project {
@@ -236,12 +266,14 @@ func Parse(name string, data []byte) (*Config, error) {
 		return nil, err
 	}
 	c.Files = []string{name}
+	c.applyDisable()
 	return c, nil
 }
 
 type settingsFile struct {
-	Hooks       map[string]json.RawMessage `json:"hooks"`
-	ClaudeHooks bool                       `json:"claudeHooks"`
+	Hooks           map[string]json.RawMessage `json:"hooks"`
+	ClaudeHooks     bool                       `json:"claudeHooks"`
+	DisableAllHooks bool                       `json:"disableAllHooks"`
 }
 
 type matcherGroup struct {
@@ -278,7 +310,18 @@ func (c *Config) add(path string, data []byte, sc scope) (bool, error) {
 	}
 	slices.Sort(others)
 	for _, ev := range others {
-		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: hook event %q is not supported by rein; its hooks are ignored", path, ev))
+		if slices.Contains(otherEvents, ev) {
+			c.Warnings = append(c.Warnings, fmt.Sprintf("%s: hook event %q is not supported by rein; its hooks are ignored", path, ev))
+			continue
+		}
+		w := fmt.Sprintf("%s: unknown hook event %q", path, ev)
+		if s := suggestEvent(ev); s != "" {
+			w += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		c.Warnings = append(c.Warnings, w+"; its hooks are ignored")
+	}
+	if sf.DisableAllHooks {
+		c.disablers = append(c.disablers, path)
 	}
 	for _, ev := range Events {
 		raw, ok := sf.Hooks[ev]
@@ -370,3 +413,39 @@ func compileMatcher(m string) (func(string) bool, error) {
 // session-start source, a compaction trigger); events without a matcher
 // match everything.
 func (h *Command) Matches(subject string) bool { return h.match(subject) }
+
+// suggestEvent returns the event name (supported or not) closest to name,
+// when it differs only in case or by at most two edits; else "".
+func suggestEvent(name string) string {
+	best, bestD := "", 3
+	for _, ev := range slices.Concat(Events, otherEvents) {
+		if strings.EqualFold(ev, name) {
+			return ev
+		}
+		if d := editDistance(strings.ToLower(name), strings.ToLower(ev)); d < bestD {
+			best, bestD = ev, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -35,7 +35,8 @@ func TestLoad(t *testing.T) {
 		`{"model":"x","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"user-check","timeout":5}]}]}}`)
 	writeFile(t, filepath.Join(proj, ".rein", "settings.json"),
 		`{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"project-check"}]}],
-		  "Notification":[{"hooks":[{"type":"command","command":"notify-send hi"}]}]}}`)
+		  "SubagentStop":[{"hooks":[{"type":"command","command":"notify-send hi"}]}],
+		  "PreToolUSe":[{"hooks":[{"type":"command","command":"typo"}]}]}}`)
 	writeFile(t, filepath.Join(proj, ".claude", "settings.json"),
 		`{"permissions":{},"hooks":{"PreToolUse":[{"matcher":"Edit|Write","hooks":[
 		   {"type":"command","command":"claude-check"},{"type":"prompt","prompt":"is it ok?"}]}]}}`)
@@ -47,7 +48,8 @@ func TestLoad(t *testing.T) {
 	if got := strings.Join(ids(c, hook.PreToolUse), " "); got != "claude-code:PreToolUse#1=user-check claude-code:PreToolUse#2=project-check" {
 		t.Errorf("without Claude: %s", got)
 	}
-	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], `"Notification"`) {
+	if len(c.Warnings) != 2 || !strings.Contains(c.Warnings[0], `unknown hook event "PreToolUSe" (did you mean "PreToolUse"?); its hooks are ignored`) ||
+		!strings.Contains(c.Warnings[1], `hook event "SubagentStop" is not supported by rein`) {
 		t.Errorf("warnings %q", c.Warnings)
 	}
 	if h := c.Commands(hook.PreToolUse)[0]; h.Timeout != 5*time.Second || h.File != filepath.Join(user, "rein", "settings.json") {
@@ -61,7 +63,7 @@ func TestLoad(t *testing.T) {
 	if got := strings.Join(ids(c, hook.PreToolUse), " "); got != "claude-code:PreToolUse#1=user-check claude-code:PreToolUse#2=project-check claude-code:PreToolUse#3=claude-check" {
 		t.Errorf("with Claude: %s", got)
 	}
-	if len(c.Warnings) != 2 || !strings.Contains(c.Warnings[1], `hook type "prompt" is not supported`) {
+	if len(c.Warnings) != 3 || !strings.Contains(c.Warnings[2], `hook type "prompt" is not supported`) {
 		t.Errorf("warnings %q", c.Warnings)
 	}
 	if len(c.Files) != 3 {

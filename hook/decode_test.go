@@ -80,7 +80,7 @@ func TestToolMap(t *testing.T) {
 		}
 	}
 	in := `{"pattern":"a+","case_insensitive":true,"context":2,"output_mode":"files"}`
-	got := m.toCC("grep", in)
+	got := m.toCC("grep", in, "")
 	if want := `{"-C":2,"-i":true,"output_mode":"files_with_matches","pattern":"a+"}`; string(got) != want {
 		t.Errorf("grep toCC %s, want %s", got, want)
 	}
@@ -91,11 +91,21 @@ func TestToolMap(t *testing.T) {
 	if js(a) != js(b) {
 		t.Errorf("grep round trip %s, want %s", back, in)
 	}
-	if got := m.toCC("bash", `{"command":"ls","timeout_ms":5}`); string(got) != `{"command":"ls","timeout":5}` {
+	if got := m.toCC("bash", `{"command":"ls","timeout_ms":5}`, "/w"); string(got) != `{"command":"ls","timeout":5}` {
 		t.Errorf("bash toCC %s", got)
 	}
-	if got := m.toCC("write", `{"file_path":"a"}`); string(got) != `{"file_path":"a"}` {
-		t.Errorf("write toCC %s", got)
+	// Paths are absolute for hooks, as in Claude Code; an absolute one and
+	// an input without paths stay byte for byte.
+	for in, want := range map[string]string{
+		`{"file_path":"a"}`:                    `{"file_path":"/w/a"}`,
+		`{"file_path":"/abs/a","content":"x"}`: `{"file_path":"/abs/a","content":"x"}`,
+		`{"pattern":"*.go","path":"src"}`:      `{"path":"/w/src","pattern":"*.go"}`,
+		`{"path":"~/notes"}`:                   `{"path":"~/notes"}`,
+		`{"todos":[]}`:                         `{"todos":[]}`,
+	} {
+		if got := m.toCC("write", in, "/w"); string(got) != want {
+			t.Errorf("toCC %s = %s, want %s", in, got, want)
+		}
 	}
 }
 

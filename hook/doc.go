@@ -8,7 +8,8 @@
 // process-group kill, capped output), decoding their exit codes and JSON
 // output, merging several hooks' results, and mapping them onto
 // PromptAdmission, ToolPre, ToolPost, TurnStopping and SessionStart. It also
-// offers PreCompact for the compaction code to call. Every hook run is
+// offers PreCompact for the compaction code to call, and SessionEnd and
+// Notification for the program that runs the agent. Every hook run is
 // recorded as a log-only hook/result event through the agent.
 //
 // Events and their mapping (docs/notes/2026-11-30-claude-code-hooks.md has
@@ -20,6 +21,8 @@
 //	PostToolUse      -> agent.Hooks.ToolPost        block with feedback, contexts
 //	Stop             -> agent.Hooks.TurnStopping    a block steers the turn on
 //	PreCompact       -> Config.PreCompact           block the compaction
+//	SessionEnd       -> Config.SessionEnd           before the session closes (cannot block)
+//	Notification     -> Config.Notification         a message for the person (cannot block)
 //
 // A hook failure (non-zero exit other than 2, a missing command, malformed
 // output, a timeout) is never a Go error: it is a non-blocking outcome,

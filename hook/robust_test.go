@@ -223,10 +223,12 @@ func TestToolPayloads(t *testing.T) {
 			t.Errorf("%s payload %s\nwant %s", name, js(got), js(w))
 		}
 	}
-	check("PreToolUse", read(pre), `{"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"a.txt","content":"x"},"tool_use_id":"c1"}`)
-	check("PostToolUse", read(post), `{"hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{"file_path":"a.txt","content":"x"},"tool_use_id":"c1",
-		"tool_response":{"filePath":"a.txt","output":"wrote a.txt","success":true}}`)
-	check("Stop", read(stop), `{"hook_event_name":"Stop","stop_hook_active":false}`)
+	// Paths in tool_input are absolute, as Claude Code gives them.
+	abs := filepath.Join(e.rt.Cwd, "a.txt")
+	check("PreToolUse", read(pre), `{"hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{"file_path":"`+abs+`","content":"x"},"tool_use_id":"c1"}`)
+	check("PostToolUse", read(post), `{"hook_event_name":"PostToolUse","tool_name":"Write","tool_input":{"file_path":"`+abs+`","content":"x"},"tool_use_id":"c1",
+		"tool_response":{"filePath":"`+abs+`","output":"wrote a.txt","success":true}}`)
+	check("Stop", read(stop), `{"hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"done"}`)
 	check("SessionStart", read(start), `{"hook_event_name":"SessionStart","source":"startup"}`)
 }
 
@@ -404,10 +406,10 @@ func TestClaudeCodeScriptUnchanged(t *testing.T) {
 			results = append(results, llm.PlainText(ev.MustDecode().(*session.ToolResult).Content))
 		}
 	}
-	if js(results) != js([]string{"Denied: refusing to write prod.env: secrets live there", "wrote notes.txt"}) {
+	if js(results) != js([]string{"Denied: refusing to write " + filepath.Join(e.rt.Cwd, "prod.env") + ": secrets live there", "wrote notes.txt"}) {
 		t.Errorf("results %q", results)
 	}
-	if b, _ := os.ReadFile(log); string(b) != "notes.txt\n" {
+	if b, _ := os.ReadFile(log); string(b) != filepath.Join(e.rt.Cwd, "notes.txt")+"\n" {
 		t.Errorf("PostToolUse log %q", b)
 	}
 }

@@ -40,6 +40,8 @@ type result struct {
 	Hook     *Command
 	ExitCode *int
 	Duration time.Duration
+	// Finished is when the process ended (or was given up on).
+	Finished time.Time
 	Stdout   string
 	Stderr   string
 	// StdoutCut and StderrCut report output beyond OutputCap.
@@ -130,7 +132,8 @@ func execHook(ctx context.Context, h *Command, payload []byte, dir string, env [
 	if err == nil {
 		err = cmd.Wait()
 	}
-	r.Duration = time.Since(start)
+	r.Finished = time.Now()
+	r.Duration = r.Finished.Sub(start)
 	r.Stdout, r.Stderr = stdout.String(), stderr.String()
 	r.StdoutCut, r.StderrCut = stdout.cut, stderr.cut
 	switch ps := cmd.ProcessState; {

@@ -2,6 +2,9 @@ package hook
 
 import (
 	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // ToolMapping translates one rein tool to its Claude Code counterpart, so
@@ -45,34 +48,61 @@ func (m toolMap) name(rein string) string {
 	return rein
 }
 
-// toCC turns rein arguments (JSON text) into Claude Code's tool_input. A
-// value that is not a JSON object is passed as it is.
-func (m toolMap) toCC(rein, args string) json.RawMessage {
+// pathFields are the input fields that hold a path; Claude Code gives hooks
+// absolute paths in them.
+var pathFields = []string{"file_path", "path", "notebook_path"}
+
+// toCC turns rein arguments (JSON text) into Claude Code's tool_input: the
+// Claude Code field names and values, and every path field made absolute
+// against cwd (rein's tools also take paths relative to the working
+// directory; Claude Code's hooks always see absolute ones). A value that is
+// not a JSON object is passed as it is.
+func (m toolMap) toCC(rein, args, cwd string) json.RawMessage {
 	raw := json.RawMessage(args)
 	if !json.Valid(raw) {
 		b, _ := json.Marshal(args)
 		return b
 	}
-	t, ok := m[rein]
-	if !ok || (len(t.Fields) == 0 && len(t.Values) == 0) {
-		return raw
-	}
+	t := m[rein]
 	var obj map[string]json.RawMessage
-	if json.Unmarshal(raw, &obj) != nil {
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
 		return raw
 	}
+	changed := false
 	out := make(map[string]json.RawMessage, len(obj))
 	for k, v := range obj {
 		ck := k
 		if n, ok := t.Fields[k]; ok {
 			ck = n
 		}
-		out[ck] = mapValue(v, t.Values[ck], false)
+		nv := mapValue(v, t.Values[ck], false)
+		if slices.Contains(pathFields, ck) {
+			nv = absPath(nv, cwd)
+		}
+		changed = changed || ck != k || string(nv) != string(v)
+		out[ck] = nv
+	}
+	if !changed {
+		return raw
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return raw
 	}
+	return b
+}
+
+// absPath makes a JSON string holding a relative path absolute against
+// cwd; other values are returned as they are.
+func absPath(v json.RawMessage, cwd string) json.RawMessage {
+	var p string
+	if cwd == "" || json.Unmarshal(v, &p) != nil || p == "" || filepath.IsAbs(p) {
+		return v
+	}
+	if strings.HasPrefix(p, "~/") || p == "~" {
+		return v // the tool expands it; so may the hook
+	}
+	b, _ := json.Marshal(filepath.Join(cwd, p))
 	return b
 }
 

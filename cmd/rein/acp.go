@@ -122,7 +122,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		if err != nil {
 			return nil, err
 		}
-		hooks, err := a.hooksFor(dir, hc, st, ps.current.Load, guardApprover{req.Approver}, false)
+		hooks, _, err := a.hooksFor(dir, hc, st, ps.current.Load, guardApprover{req.Approver}, false)
 		if err != nil {
 			return nil, err
 		}

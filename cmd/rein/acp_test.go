@@ -476,7 +476,7 @@ func TestACPTranscript(t *testing.T) {
 	e.write("script-b.json", acpScriptB)
 	e.write("none.json", `{"calls": []}`)
 	e.write(".git/HEAD", "ref: refs/heads/main\n")
-	e.write(".rein/settings.json", `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "if grep -q rm; then echo 'no destructive commands' >&2; exit 2; fi"}]}]}}`)
+	e.write(".rein/settings.json", `{"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "if grep -o '\"prompt\":\"[^\"]*\"' | grep -q rm; then echo 'no destructive commands' >&2; exit 2; fi"}]}]}}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rec := &rpcTranscript{}

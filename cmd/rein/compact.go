@@ -71,7 +71,7 @@ The session must not be running in another process (exit 4).`,
 			if err := a.keepSessionModel(cmd.Flags(), id, loaded.Log); err != nil {
 				return err
 			}
-			m, hooks, err := a.wire(ctx, dir, st, false)
+			m, hooks, ch, err := a.wire(ctx, dir, st, false)
 			if err != nil {
 				return err
 			}
@@ -87,7 +87,9 @@ The session must not be running in another process (exit 4).`,
 			if err != nil {
 				return lockedError(id, fmt.Errorf("session %s: %w", id, err))
 			}
+			ch.attach(ag)
 			cerr := ag.Compact(ctx, agent.CompactOptions{Reason: session.CompactManual, Keep: keep, Instructions: instructions})
+			ch.sessionEnd(context.WithoutCancel(ctx))
 			if err := ag.Close(context.WithoutCancel(ctx)); err != nil && cerr == nil {
 				cerr = err
 			}

@@ -274,7 +274,7 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 			return err
 		}
 	}
-	m, hooks, err := a.wire(ctx, dir, st, f.quiet)
+	m, hooks, ch, err := a.wire(ctx, dir, st, f.quiet)
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 		System:   a.systemSections(dir, a.workspaceRoot(dir)),
 		Cwd:      dir,
 		Hooks:    hooks,
-		Approver: agentApprover{a.approver()},
+		Approver: agentApprover{ch.approver(a.approver())},
 		Logger:   a.log,
 		Redactor: a.red,
 	}
@@ -325,6 +325,7 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 		return err
 	}
 	a.log.Debug("session", "id", ag.ID(), "resumed", id != "", "from", start)
+	ch.attach(ag)
 
 	var spin *spinner
 	if f.output == outText && isTerminal(a.stderr) && !a.verbose {
@@ -380,6 +381,7 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 		}
 		return ag.WhenIdle(ctx)
 	}()
+	ch.sessionEnd(context.WithoutCancel(ctx))
 	closeErr := ag.Close(context.WithoutCancel(ctx))
 	wait()
 	res, ok := out.finish()

@@ -118,7 +118,7 @@ func (a *app) loadHooks(root string) (*hook.Config, error) {
 		return nil, err
 	}
 	for _, w := range hc.Warnings {
-		a.log.Warn("hooks: " + w)
+		fmt.Fprintf(a.stderr, "rein: warning: %s\n", w)
 	}
 	return hc, nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -142,17 +143,17 @@ func (a *app) resolveModel() (*model, error) {
 // wire sets up what a turn in dir needs, in this order: the workspace
 // trust decision (the workspace's own settings for the model and the hooks
 // apply only if it is trusted), the model, then the hooks.
-func (a *app) wire(ctx context.Context, dir string, st store.Store, quiet bool) (*model, agent.Hooks, error) {
+func (a *app) wire(ctx context.Context, dir string, st store.Store, quiet bool) (*model, agent.Hooks, *commandHooks, error) {
 	hc, err := a.trustWorkspace(ctx, dir)
 	if err != nil {
-		return nil, agent.Hooks{}, err
+		return nil, agent.Hooks{}, nil, err
 	}
 	m, err := a.resolveModel()
 	if err != nil {
-		return nil, agent.Hooks{}, err
+		return nil, agent.Hooks{}, nil, err
 	}
-	hooks, err := a.hooks(dir, hc, st, quiet)
-	return m, hooks, err
+	hooks, ch, err := a.hooks(dir, hc, st, quiet)
+	return m, hooks, ch, err
 }
 
 // noModel is the provider of agents that must never call a model (rein
@@ -298,34 +299,78 @@ func guardHook(policy func() *guard.Policy, ap guard.Approver) agent.Hook[agent.
 // hooks turns the command hooks hc (as trustWorkspace left them) into the
 // agent's extension points, with the permission guard at the end of
 // ToolPre. Failures of model requests are retried (llm/retry's default
-// policy), each retry reported on stderr unless quiet.
-func (a *app) hooks(dir string, hc *hook.Config, st store.Store, quiet bool) (agent.Hooks, error) {
+// policy), each retry reported on stderr unless quiet. The returned
+// commandHooks fires the hooks that are not extension points (SessionEnd,
+// Notification) once attached to the agent.
+func (a *app) hooks(dir string, hc *hook.Config, st store.Store, quiet bool) (agent.Hooks, *commandHooks, error) {
 	p, err := a.policy(dir)
 	if err != nil {
-		return agent.Hooks{}, err
+		return agent.Hooks{}, nil, err
 	}
 	return a.hooksFor(dir, hc, st, func() *guard.Policy { return p }, a.approver(), quiet)
 }
 
 // hooksFor is hooks with the policy in force and the approver of its asks
 // given by the face.
-func (a *app) hooksFor(dir string, hc *hook.Config, st store.Store, policy func() *guard.Policy, ap guard.Approver, quiet bool) (agent.Hooks, error) {
-	rt := hook.Runtime{
+func (a *app) hooksFor(dir string, hc *hook.Config, st store.Store, policy func() *guard.Policy, ap guard.Approver, quiet bool) (agent.Hooks, *commandHooks, error) {
+	if hc.DisabledBy != "" {
+		a.log.Debug("hooks disabled", "by", hc.DisabledBy)
+	}
+	ch := &commandHooks{cfg: hc, rt: hook.Runtime{
 		Sandbox:        a.sandbox(dir),
 		Cwd:            dir,
 		ProjectDir:     a.workspaceRoot(dir),
+		PermissionMode: hook.ClaudePermissionMode(a.cfg.PermissionMode),
 		Env:            a.envPolicy().Environ(os.Environ(), tool.ForConfigured),
 		TranscriptPath: transcriptPath(st),
 		Logger:         a.log,
 		Notify:         func(msg string) { fmt.Fprintln(a.stderr, "rein: hook:", msg) },
-	}
-	hs := hc.Hooks(rt)
-	hs.ToolPre = append(hs.ToolPre, guardHook(policy, ap))
+	}}
+	hs := hc.Hooks(ch.rt)
+	hs.ToolPre = append(hs.ToolPre, guardHook(policy, ch.approver(ap)))
 	hs.RequestError = append(hs.RequestError, a.retryHook(retry.Default(), quiet))
 	if hc.Len(hook.PreCompact) > 0 {
-		hs.PreCompact = append(hs.PreCompact, preCompactHook(hc, rt))
+		hs.PreCompact = append(hs.PreCompact, preCompactHook(hc, ch.rt))
 	}
-	return hs, nil
+	return hs, ch, nil
+}
+
+// commandHooks fires the command hooks that are no extension point of the
+// agent: SessionEnd, before the session is closed, and Notification, when
+// a tool call needs a permission no one can give. Their runs are recorded
+// in the session once attach gave it.
+type commandHooks struct {
+	cfg *hook.Config
+	rt  hook.Runtime
+	ag  atomic.Pointer[agent.Agent]
+}
+
+func (c *commandHooks) attach(ag *agent.Agent) { c.ag.Store(ag) }
+
+func (c *commandHooks) recorder() hook.Recorder {
+	if ag := c.ag.Load(); ag != nil {
+		return ag
+	}
+	return nil
+}
+
+// sessionEnd runs the SessionEnd hooks (reason "other": the session ends
+// with the command). Call it while the agent is still open.
+func (c *commandHooks) sessionEnd(ctx context.Context) {
+	c.cfg.SessionEnd(ctx, c.recorder(), c.rt, hook.EndOther)
+}
+
+// approver wraps ap: when ap denies because no one can be asked (a
+// headless run without --yes), the Notification hooks hear of it first.
+func (c *commandHooks) approver(ap guard.Approver) guard.Approver {
+	if _, headless := ap.(guard.DenyAll); !headless || c.cfg.Len(hook.Notification) == 0 {
+		return ap
+	}
+	return guard.ApproverFunc(func(ctx context.Context, req guard.Request) (guard.Approval, error) {
+		msg := fmt.Sprintf("rein needs your permission to use %s (denied: no one can be asked in this run; --yes approves)", req.Tool)
+		c.cfg.Notification(ctx, c.recorder(), c.rt, hook.NotifyPermission, msg)
+		return ap.Approve(ctx, req)
+	})
 }
 
 // transcriptPath names the session file hooks are told about: the JSONL
