@@ -24,8 +24,9 @@
 // every command must find the user's sessions in the same place.
 //
 // Concurrency: a Config is a plain value; do not change it from several
-// goroutines at once. This package imports only go-toml and the standard
-// library; it must not import any other rein package.
+// goroutines at once. This package imports only go-toml, levenshtein (for
+// "did you mean" on an unknown key) and the standard library; it must not
+// import any other rein package.
 package config
 
 import (
@@ -43,6 +44,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -934,42 +936,15 @@ func unquoteKey(s string) string {
 	return strings.Join(parts, ".")
 }
 
-// suggest returns the known key closest to key when it is close enough to
-// be a typo (an edit distance of at most a third of its length, at least
-// 1), else "".
+// suggest returns the known key closest to key (Levenshtein distance)
+// when it is close enough to be a typo: at most 2 edits, or a third of the
+// key's length for longer keys; else "".
 func suggest(key string, known []string) string {
-	best, bestD := "", max(1, len([]rune(key))/3)+1
+	best, bestD := "", max(2, len([]rune(key))/3)+1
 	for _, k := range known {
-		if d := editDistance(key, k); d < bestD {
+		if d := levenshtein.ComputeDistance(key, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, with a swap of
-// two neighbouring letters counting as one edit.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev2 := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(rb)]
 }

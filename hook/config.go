@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agnivade/levenshtein"
 )
 
 // Errors of Load and Parse. They are wrapped with the file name.
@@ -422,30 +424,9 @@ func suggestEvent(name string) string {
 		if strings.EqualFold(ev, name) {
 			return ev
 		}
-		if d := editDistance(strings.ToLower(name), strings.ToLower(ev)); d < bestD {
+		if d := levenshtein.ComputeDistance(strings.ToLower(name), strings.ToLower(ev)); d < bestD {
 			best, bestD = ev, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
