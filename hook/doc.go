@@ -34,6 +34,6 @@
 // function returns after every one of them has exited or been killed.
 //
 // Package hook imports agent, session and llm (for types), sandbox,
-// levenshtein (to suggest a misspelt event name) and the standard library; it must not import a store backend, a provider adapter
-// or a UI.
+// levenshtein (to suggest a misspelt event name) and the standard library;
+// it must not import a store backend, a provider adapter or a UI.
 package hook
