@@ -237,3 +237,36 @@ func TestDurableEventsNeverYieldsWhatFailedToFlush(t *testing.T) {
 		t.Errorf("durable events %q, want only the flushed one", got)
 	}
 }
+
+func TestDurableEventsHoldsWhatANewSessionHasNotStored(t *testing.T) {
+	h := newHarness(t, nil)
+	if err := h.a.RecordHookResult(session.HookResult{Point: "PromptAdmission", Hook: "h#1", Decision: "block"}); err != nil {
+		t.Fatal(err)
+	}
+	h.idle()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	for ev, err := range h.a.DurableEvents(ctx, 0) {
+		if err == nil {
+			t.Fatalf("yielded %s before the session exists", ev.Type)
+		}
+	}
+	// The first event that is not a log-only record creates the session,
+	// with the held record ahead of it: now both are durable.
+	h.inject("ci", "A")
+	h.idle()
+	if !h.a.Stored() {
+		t.Fatal("not stored after an inject")
+	}
+	_ = h.a.Close(context.Background())
+	var got []session.Type
+	for ev, err := range h.a.DurableEvents(context.Background(), 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev.Type)
+	}
+	if len(got) != 2 || got[0] != session.TypeHookResult || got[1] != session.TypeUserMessage {
+		t.Errorf("durable events %v, want the hook/result and the user/message", got)
+	}
+}

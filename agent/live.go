@@ -207,6 +207,21 @@ func (a *Agent) DurableEvents(ctx context.Context, from int64) iter.Seq2[session
 	return a.follow(ctx, from, true)
 }
 
+// durableBound is the seq below which events are durable, and (into wake,
+// when not nil) a channel closed at the next write. Until a new session is
+// created in the store, nothing is: the log-only records a new session's
+// writer holds back are reported written but may never be stored.
+func (a *Agent) durableBound(wake *<-chan struct{}) int64 {
+	bound, w := a.p.watermark()
+	if wake != nil {
+		*wake = w
+	}
+	if !a.Stored() {
+		return 0
+	}
+	return bound
+}
+
 // follow yields events from seq from on, up to the end of the log or, when
 // durable, up to the persister's durable bound.
 func (a *Agent) follow(ctx context.Context, from int64, durable bool) iter.Seq2[session.Event, error] {
@@ -217,9 +232,7 @@ func (a *Agent) follow(ctx context.Context, from int64, durable bool) iter.Seq2[
 			to := from + eventBatch
 			var wake <-chan struct{}
 			if durable {
-				var bound int64
-				bound, wake = a.p.watermark()
-				to = min(to, bound)
+				to = min(to, a.durableBound(&wake))
 			}
 			var evs []session.Event
 			if err := a.exec(func() {
@@ -231,8 +244,7 @@ func (a *Agent) follow(ctx context.Context, from int64, durable bool) iter.Seq2[
 				// The owner has exited: the log no longer changes, and
 				// Close made it durable (as far as it could) first.
 				if durable {
-					bound, _ := a.p.watermark()
-					to = min(from+eventBatch, bound)
+					to = min(from+eventBatch, a.durableBound(nil))
 				}
 				if evs = a.log.EventRange(from, to); len(evs) == 0 {
 					return
