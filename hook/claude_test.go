@@ -47,7 +47,7 @@ func TestDisableAllHooks(t *testing.T) {
 	writeFile(t, filepath.Join(user, "rein", "settings.json"),
 		`{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"user-check"}]}]}}`)
 	writeFile(t, filepath.Join(proj, ".rein", "settings.json"), `{"disableAllHooks":true}`)
-	c, err := hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: user})
+	c, err := hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: user, Home: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestDisableAllHooks(t *testing.T) {
 	// The user's own file disables them everywhere.
 	writeFile(t, filepath.Join(user, "rein", "settings.json"),
 		`{"disableAllHooks":true,"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"user-check"}]}]}}`)
-	c, err = hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: user})
+	c, err = hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: user, Home: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,16 +56,16 @@ var otherHookTypes = map[string]bool{"prompt": true, "agent": true, "http": true
 
 // LoadOptions says where Load looks.
 type LoadOptions struct {
-	// ProjectDir holds .rein/settings.json (and .claude/settings.json).
-	// Default: the process's working directory.
+	// ProjectDir holds .rein/settings.json, .claude/settings.json and
+	// .claude/settings.local.json. Default: the process's working
+	// directory.
 	ProjectDir string
 	// UserConfigDir holds the user's rein/settings.json. Default:
 	// $XDG_CONFIG_HOME, else ~/.config. Set it to "-" to skip the user file.
 	UserConfigDir string
-	// Claude also loads ProjectDir/.claude/settings.json (the
-	// --claude-hooks flag). A rein settings file with "claudeHooks": true
-	// asks for the same.
-	Claude bool
+	// Home holds the user's Claude Code settings, .claude/settings.json.
+	// Default: the user's home directory. Set it to "-" to skip them.
+	Home string
 }
 
 // Config is the loaded, validated set of command hooks. It is immutable.
@@ -103,7 +103,7 @@ type Command struct {
 	// cannot take its hooks out of the sandbox.
 	Unsandboxed bool
 	// Project is true for a hook of the workspace's own settings
-	// (.rein/settings.json, .claude/settings.json): it runs only in a
+	// (.rein/settings.json, .claude/settings*.json): it runs only in a
 	// trusted workspace (see WithoutProject).
 	Project bool
 
@@ -125,10 +125,14 @@ func (c *Config) active(event string) []*Command {
 // Commands returns the command hooks of event in config order.
 func (c *Config) Commands(event string) []*Command { return slices.Clone(c.active(event)) }
 
-// Load reads the hooks of the user settings file, the project's
-// .rein/settings.json and, when asked, .claude/settings.json, in that
-// order (which is the config order of hooks on the same event). A missing
-// file is skipped; a malformed one is an error naming the file.
+// Load reads the hooks of the user's files (rein's settings.json, then
+// Claude Code's ~/.claude/settings.json) and the workspace's
+// (.rein/settings.json, .claude/settings.json, .claude/settings.local.json),
+// in that order, which is the config order of hooks on the same event.
+// The workspace's are marked Project (see WithoutProject). A missing file
+// is skipped; a malformed one is an error naming the file. Only the
+// "hooks" and "disableAllHooks" keys are read; Claude Code's other
+// settings (permissions, env, ...) are not rein's and are ignored.
 func Load(opts LoadOptions) (*Config, error) {
 	proj := opts.ProjectDir
 	if proj == "" {
@@ -146,28 +150,36 @@ func Load(opts LoadOptions) (*Config, error) {
 			user = filepath.Join(home, ".config")
 		}
 	}
+	home := opts.Home
+	if home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = h
+		}
+	}
 	type file struct {
 		path  string
 		scope scope
 	}
+	// The user's files first, so that their hooks keep their ids whether
+	// the workspace's run or not; then the workspace's, Claude Code's in
+	// its own order (shared, then local).
 	var files []file
 	if user != "" && user != "-" {
 		files = append(files, file{filepath.Join(user, "rein", "settings.json"), scopeUser})
 	}
-	files = append(files, file{filepath.Join(proj, ".rein", "settings.json"), scopeProject})
-	c := &Config{events: map[string][]*Command{}}
-	claude := opts.Claude
-	for _, f := range files {
-		ok, wantClaude, err := c.loadFile(f.path, f.scope)
-		if err != nil {
-			return nil, err
-		}
-		if ok && wantClaude {
-			claude = true
-		}
+	if home != "" && home != "-" {
+		files = append(files, file{filepath.Join(home, ".claude", "settings.json"), scopeUser})
 	}
-	if claude {
-		if _, _, err := c.loadFile(filepath.Join(proj, ".claude", "settings.json"), scopeProject); err != nil {
+	files = append(files,
+		file{filepath.Join(proj, ".rein", "settings.json"), scopeProject},
+		file{filepath.Join(proj, ".claude", "settings.json"), scopeProject},
+		file{filepath.Join(proj, ".claude", "settings.local.json"), scopeProject})
+	c := &Config{events: map[string][]*Command{}}
+	for _, f := range files {
+		if slices.Contains(c.Files, f.path) {
+			continue // a project at $HOME: ~/.claude is the user's own
+		}
+		if err := c.loadFile(f.path, f.scope); err != nil {
 			return nil, err
 		}
 	}
@@ -240,23 +252,22 @@ const (
 	scopeProject              // the workspace's: runs only when trusted
 )
 
-func (c *Config) loadFile(path string, sc scope) (found, claude bool, err error) {
+func (c *Config) loadFile(path string, sc scope) error {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, false, nil
+		return nil
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("hook: %s: %w", path, err)
+		return fmt.Errorf("hook: %s: %w", path, err)
 	}
-	claude, err = c.add(path, b, sc)
-	if err != nil {
-		return false, false, err
+	if err := c.add(path, b, sc); err != nil {
+		return err
 	}
 	c.Files = append(c.Files, path)
 	if sc == scopeProject {
 		c.projects = append(c.projects, path)
 	}
-	return true, claude, nil
+	return nil
 }
 
 // Parse reads one settings document (a JSON object with a "hooks" key, as
@@ -264,7 +275,7 @@ func (c *Config) loadFile(path string, sc scope) (found, claude bool, err error)
 // file, for tests and embedders.
 func Parse(name string, data []byte) (*Config, error) {
 	c := &Config{events: map[string][]*Command{}}
-	if _, err := c.add(name, data, scopeOther); err != nil {
+	if err := c.add(name, data, scopeOther); err != nil {
 		return nil, err
 	}
 	c.Files = []string{name}
@@ -274,7 +285,6 @@ func Parse(name string, data []byte) (*Config, error) {
 
 type settingsFile struct {
 	Hooks           map[string]json.RawMessage `json:"hooks"`
-	ClaudeHooks     bool                       `json:"claudeHooks"`
 	DisableAllHooks bool                       `json:"disableAllHooks"`
 }
 
@@ -290,17 +300,17 @@ type handler struct {
 	Sandbox *bool    `json:"sandbox"`
 }
 
-// add parses one settings document and appends its hooks. It returns the
-// document's claudeHooks flag. sc says whose file it is: only the user's
-// own may run hooks unsandboxed, and the workspace's run only when trusted.
-func (c *Config) add(path string, data []byte, sc scope) (bool, error) {
+// add parses one settings document and appends its hooks. sc says whose
+// file it is: only the user's own may run hooks unsandboxed, and the
+// workspace's run only when trusted.
+func (c *Config) add(path string, data []byte, sc scope) error {
 	user, project := sc == scopeUser, sc == scopeProject
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrConfig, path, fmt.Sprintf(format, args...))
 	}
 	var sf settingsFile
 	if err := json.Unmarshal(data, &sf); err != nil {
-		return false, bad("%v", err)
+		return bad("%v", err)
 	}
 	// Events in a stable order: supported ones in their canonical order,
 	// then warn about the others.
@@ -332,7 +342,7 @@ func (c *Config) add(path string, data []byte, sc scope) (bool, error) {
 		}
 		var groups []matcherGroup
 		if err := json.Unmarshal(raw, &groups); err != nil {
-			return false, bad("hooks.%s: want a list of {matcher, hooks}: %v", ev, err)
+			return bad("hooks.%s: want a list of {matcher, hooks}: %v", ev, err)
 		}
 		for gi, g := range groups {
 			m := ""
@@ -341,7 +351,7 @@ func (c *Config) add(path string, data []byte, sc scope) (bool, error) {
 			}
 			match, err := compileMatcher(m)
 			if err != nil {
-				return false, bad("hooks.%s[%d].matcher %q: %v", ev, gi, m, err)
+				return bad("hooks.%s[%d].matcher %q: %v", ev, gi, m, err)
 			}
 			if !eventsWithMatcher[ev] {
 				match = func(string) bool { return true }
@@ -349,26 +359,26 @@ func (c *Config) add(path string, data []byte, sc scope) (bool, error) {
 			for hi, rawH := range g.Hooks {
 				var h handler
 				if err := json.Unmarshal(rawH, &h); err != nil {
-					return false, bad("hooks.%s[%d].hooks[%d]: %v", ev, gi, hi, err)
+					return bad("hooks.%s[%d].hooks[%d]: %v", ev, gi, hi, err)
 				}
 				where := fmt.Sprintf("hooks.%s[%d].hooks[%d]", ev, gi, hi)
 				switch {
 				case h.Type == nil:
-					return false, bad("%s: missing \"type\" (rein runs \"command\" hooks)", where)
+					return bad("%s: missing \"type\" (rein runs \"command\" hooks)", where)
 				case *h.Type == "command":
 				case otherHookTypes[*h.Type]:
 					c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %s: hook type %q is not supported by rein; skipped", path, where, *h.Type))
 					continue
 				default:
-					return false, bad("%s: unknown hook type %q (rein runs \"command\" hooks)", where, *h.Type)
+					return bad("%s: unknown hook type %q (rein runs \"command\" hooks)", where, *h.Type)
 				}
 				if h.Command == nil || strings.TrimSpace(*h.Command) == "" {
-					return false, bad("%s: a command hook needs a non-empty \"command\"", where)
+					return bad("%s: a command hook needs a non-empty \"command\"", where)
 				}
 				var timeout time.Duration
 				if h.Timeout != nil {
 					if *h.Timeout <= 0 {
-						return false, bad("%s: timeout must be a positive number of seconds", where)
+						return bad("%s: timeout must be a positive number of seconds", where)
 					}
 					timeout = time.Duration(*h.Timeout * float64(time.Second))
 				}
@@ -385,7 +395,7 @@ func (c *Config) add(path string, data []byte, sc scope) (bool, error) {
 			}
 		}
 	}
-	return sf.ClaudeHooks, nil
+	return nil
 }
 
 // literalMatcher is a matcher Claude Code treats as exact names separated

@@ -30,9 +30,11 @@ func ids(c *hook.Config, event string) []string {
 }
 
 func TestLoad(t *testing.T) {
-	proj, user := t.TempDir(), t.TempDir()
+	proj, user, home := t.TempDir(), t.TempDir(), t.TempDir()
 	writeFile(t, filepath.Join(user, "rein", "settings.json"),
 		`{"model":"x","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"user-check","timeout":5}]}]}}`)
+	writeFile(t, filepath.Join(home, ".claude", "settings.json"),
+		`{"permissions":{"allow":["Bash(ls)"]},"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"claude-user-check"}]}]}}`)
 	writeFile(t, filepath.Join(proj, ".rein", "settings.json"),
 		`{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"project-check"}]}],
 		  "SubagentStop":[{"hooks":[{"type":"command","command":"notify-send hi"}]}],
@@ -40,33 +42,29 @@ func TestLoad(t *testing.T) {
 	writeFile(t, filepath.Join(proj, ".claude", "settings.json"),
 		`{"permissions":{},"hooks":{"PreToolUse":[{"matcher":"Edit|Write","hooks":[
 		   {"type":"command","command":"claude-check"},{"type":"prompt","prompt":"is it ok?"}]}]}}`)
+	writeFile(t, filepath.Join(proj, ".claude", "settings.local.json"),
+		`{"hooks":{"PreToolUse":[{"hooks":[{"type":"command","command":"claude-local-check"}]}]}}`)
 
-	c, err := hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: user})
+	// Claude Code's files load unchanged, the user's before the
+	// workspace's, and the workspace's in Claude Code's order.
+	c, err := hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: user, Home: home})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(ids(c, hook.PreToolUse), " "); got != "claude-code:PreToolUse#1=user-check claude-code:PreToolUse#2=project-check" {
-		t.Errorf("without Claude: %s", got)
+	want := "claude-code:PreToolUse#1=user-check claude-code:PreToolUse#2=claude-user-check claude-code:PreToolUse#3=project-check " +
+		"claude-code:PreToolUse#4=claude-check claude-code:PreToolUse#5=claude-local-check"
+	if got := strings.Join(ids(c, hook.PreToolUse), " "); got != want {
+		t.Errorf("hooks:\n got %s\nwant %s", got, want)
 	}
-	if len(c.Warnings) != 2 || !strings.Contains(c.Warnings[0], `unknown hook event "PreToolUSe" (did you mean "PreToolUse"?); its hooks are ignored`) ||
-		!strings.Contains(c.Warnings[1], `hook event "SubagentStop" is not supported by rein`) {
+	if len(c.Warnings) != 3 || !strings.Contains(c.Warnings[0], `unknown hook event "PreToolUSe" (did you mean "PreToolUse"?); its hooks are ignored`) ||
+		!strings.Contains(c.Warnings[1], `hook event "SubagentStop" is not supported by rein`) ||
+		!strings.Contains(c.Warnings[2], `hook type "prompt" is not supported`) {
 		t.Errorf("warnings %q", c.Warnings)
 	}
 	if h := c.Commands(hook.PreToolUse)[0]; h.Timeout != 5*time.Second || h.File != filepath.Join(user, "rein", "settings.json") {
 		t.Errorf("user hook %+v", h)
 	}
-
-	c, err = hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: user, Claude: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.Join(ids(c, hook.PreToolUse), " "); got != "claude-code:PreToolUse#1=user-check claude-code:PreToolUse#2=project-check claude-code:PreToolUse#3=claude-check" {
-		t.Errorf("with Claude: %s", got)
-	}
-	if len(c.Warnings) != 3 || !strings.Contains(c.Warnings[2], `hook type "prompt" is not supported`) {
-		t.Errorf("warnings %q", c.Warnings)
-	}
-	if len(c.Files) != 3 {
+	if len(c.Files) != 5 {
 		t.Errorf("files %q", c.Files)
 	}
 
@@ -75,29 +73,29 @@ func TestLoad(t *testing.T) {
 	for _, h := range c.ProjectCommands() {
 		proj1 = append(proj1, h.Command)
 	}
-	if strings.Join(proj1, ",") != "project-check,claude-check" {
+	if strings.Join(proj1, ",") != "project-check,claude-check,claude-local-check" {
 		t.Errorf("ProjectCommands = %q", proj1)
 	}
 	u := c.WithoutProject()
-	if got := strings.Join(ids(u, hook.PreToolUse), " "); got != "claude-code:PreToolUse#1=user-check" || len(u.Files) != 1 || len(u.ProjectCommands()) != 0 {
+	if got := strings.Join(ids(u, hook.PreToolUse), " "); got != "claude-code:PreToolUse#1=user-check claude-code:PreToolUse#2=claude-user-check" ||
+		len(u.Files) != 2 || len(u.ProjectCommands()) != 0 {
 		t.Errorf("WithoutProject: %s, files %q", got, u.Files)
 	}
-	if c.Len(hook.PreToolUse) != 3 {
+	if c.Len(hook.PreToolUse) != 5 {
 		t.Error("WithoutProject changed its receiver")
 	}
 
-	// The project settings may ask for the .claude hooks.
-	writeFile(t, filepath.Join(proj, ".rein", "settings.json"), `{"claudeHooks":true}`)
-	c, err = hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: "-"})
+	// "-" skips the user's files.
+	c, err = hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: "-", Home: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(ids(c, hook.PreToolUse), " "); got != "claude-code:PreToolUse#1=claude-check" {
-		t.Errorf("claudeHooks: %s", got)
+	if got := strings.Join(ids(c, hook.PreToolUse), " "); got != "claude-code:PreToolUse#1=project-check claude-code:PreToolUse#2=claude-check claude-code:PreToolUse#3=claude-local-check" {
+		t.Errorf("without the user's files: %s", got)
 	}
 
 	// No files at all: an empty config.
-	c, err = hook.Load(hook.LoadOptions{ProjectDir: t.TempDir(), UserConfigDir: t.TempDir()})
+	c, err = hook.Load(hook.LoadOptions{ProjectDir: t.TempDir(), UserConfigDir: t.TempDir(), Home: t.TempDir()})
 	if err != nil || c.Len(hook.PreToolUse) != 0 || len(c.Files) != 0 {
 		t.Errorf("empty: %v %+v", err, c)
 	}
@@ -117,7 +115,7 @@ func TestLoadErrors(t *testing.T) {
 			proj := t.TempDir()
 			path := filepath.Join(proj, ".rein", "settings.json")
 			writeFile(t, path, tc.text)
-			_, err := hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: "-"})
+			_, err := hook.Load(hook.LoadOptions{ProjectDir: proj, UserConfigDir: "-", Home: "-"})
 			if !errors.Is(err, hook.ErrConfig) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want ErrConfig naming %s and %q", err, path, tc.want)
 			}

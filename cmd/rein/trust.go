@@ -113,7 +113,7 @@ func relTo(root, origin string) string {
 
 // loadHooks reads the user's and root's command hooks.
 func (a *app) loadHooks(root string) (*hook.Config, error) {
-	hc, err := hook.Load(hook.LoadOptions{ProjectDir: root, UserConfigDir: a.userConfigDir()})
+	hc, err := hook.Load(hook.LoadOptions{ProjectDir: root, UserConfigDir: a.userConfigDir(), Home: a.userHome()})
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (a *app) projectItems(root string) ([]trust.Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc, err := hook.Load(hook.LoadOptions{ProjectDir: root, UserConfigDir: a.userConfigDir()})
+	hc, err := hook.Load(hook.LoadOptions{ProjectDir: root, UserConfigDir: a.userConfigDir(), Home: a.userHome()})
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,8 @@ defaults to the current directory) is untrusted until you trust it. In an
 untrusted workspace rein ignores the project settings that could run code,
 send your API key elsewhere or widen permissions:
 
-  - hooks in .rein/settings.json (and .claude/settings.json)
+  - hooks in .rein/settings.json, .claude/settings.json and
+    .claude/settings.local.json
   - providers.NAME.base_url, api_key_env and headers in .rein/config.toml
   - a permission_mode more permissive than yours
   - [permissions] allow rules

@@ -392,6 +392,14 @@ func (a *app) userConfigDir() string {
 	return "-"
 }
 
+// userHome is $HOME, where Claude Code's user settings live ("-": none).
+func (a *app) userHome() string {
+	if h := a.getenv("HOME"); h != "" {
+		return h
+	}
+	return "-"
+}
+
 // tools returns the built-in tools for a session in dir: in the sandboxed
 // modes write and edit are confined to the write roots and bash runs in
 // the OS sandbox; bash gets the filtered environment.
