@@ -13,7 +13,8 @@
 // durably before every model request and tool body, at every turn/end,
 // and asynchronously after an idle Inject.
 //
-// Readers follow the log by seq (Events) and never block the owner; live
+// Readers follow the log by seq (Events, or DurableEvents for only what is
+// durable) and never block the owner; live
 // notifications (Subscribe) are delivered on the subscriber's own
 // goroutine, so a subscriber may call back into the agent.
 //

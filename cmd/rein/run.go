@@ -79,7 +79,7 @@ exitCode). stream-json prints one JSON object per line: an init line (session,
 model, cwd, tools, permission mode, version), every durable event as its log
 line once it is durable, live events with "live": true (agent/delta as text
 streams, agent/retry between attempts, agent/status, ...), and a result line
-last. docs/cli.md has the schema.
+last. docs/stream-json.md has the schema.
 
 --input stream-json keeps rein running and reads JSON lines on stdin, each a
 call on the session: {"type":"send","content":"..."}, {"type":"steer",...},
