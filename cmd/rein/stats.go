@@ -62,8 +62,9 @@ type cacheBreak struct {
 	CostUSD    *float64 `json:"costUSD,omitempty"`
 }
 
-// collectStats reads session id's stats, streaming its log.
-func collectStats(ctx context.Context, st store.Store, id string) (*sessionStats, error) {
+// collectStats reads session id's stats, streaming its log. priceOf gives a
+// "provider:model" spec's price (zero when unknown).
+func collectStats(ctx context.Context, st store.Store, id string, priceOf func(spec string) catalog.Price) (*sessionStats, error) {
 	s := &sessionStats{ID: id, Models: []*modelStats{}, Breaks: []*cacheBreak{}}
 	byModel := map[string]*modelStats{}
 	model := ""
@@ -90,7 +91,7 @@ func collectStats(ctx context.Context, st store.Store, id string) (*sessionStats
 			u := p.(*session.AssistantMessage).Usage
 			m := byModel[model]
 			if m == nil {
-				m = &modelStats{Model: model, price: price(model)}
+				m = &modelStats{Model: model, price: priceOf(model)}
 				byModel[model] = m
 				s.Models = append(s.Models, m)
 			}
@@ -153,18 +154,18 @@ func collectStats(ctx context.Context, st store.Store, id string) (*sessionStats
 	return s, nil
 }
 
-// price is the catalog's price of a "provider:model" spec (zero when
-// unknown).
-func price(spec string) catalog.Price {
+// price is a "provider:model" spec's price: the configuration's
+// [prices] entry, else the catalog's (zero when unknown).
+func (a *app) price(spec string) catalog.Price {
 	p, m, ok := strings.Cut(spec, ":")
 	if !ok {
 		return catalog.Price{}
 	}
-	return catalog.Lookup(p, m, catalog.Config{}).Price
+	return catalog.Lookup(p, m, catalog.Config{Models: a.configuredPrices()}).Price
 }
 
 func (a *app) showStats(ctx context.Context, st store.Store, id string, asJSON bool) error {
-	s, err := collectStats(ctx, st, id)
+	s, err := collectStats(ctx, st, id, a.price)
 	if err != nil {
 		return fmt.Errorf("session %s: %w", id, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/config"
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store/jsonl"
@@ -54,7 +55,7 @@ func TestStatsCost(t *testing.T) {
 	}
 	w.Close()
 
-	s, err := collectStats(context.Background(), st, "s")
+	s, err := collectStats(context.Background(), st, "s", (&app{cfg: &config.Config{}}).price)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,6 +72,15 @@ func TestStatsCost(t *testing.T) {
 	// min(50k, 200k) - 10k cached = 40k lost, at 0.56 - 0.07.
 	if b.Cause != session.BreakCompaction || b.LostTokens == nil || *b.LostTokens != 40_000 || b.CostUSD == nil || !near(*b.CostUSD, 40_000*0.49/1e6) {
 		t.Fatalf("break %+v", b)
+	}
+	// A [prices] entry in the configuration wins over the catalog's.
+	own := &app{cfg: &config.Config{Prices: map[string]config.Price{"deepseek:deepseek-chat": {Input: 1, Output: 2}}}}
+	o, err := collectStats(context.Background(), st, "s", own.price)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (350_000*1 + 3_000*2) / 1e6; o.CostUSD == nil || !near(*o.CostUSD, want) {
+		t.Fatalf("configured price: cost %v, want %v", o.CostUSD, want)
 	}
 	var out strings.Builder
 	if err := s.render(&out); err != nil {

@@ -99,7 +99,7 @@ func (m *model) cost(u llm.Usage) *float64 {
 // A relative scripted FILE is taken relative to the process's working
 // directory, as a shell user expects.
 func (a *app) resolveModel() (*model, error) {
-	cc := catalog.Config{Providers: map[string]catalog.ProviderConfig{}, Models: map[string]catalog.Model{},
+	cc := catalog.Config{Providers: map[string]catalog.ProviderConfig{}, Models: a.configuredPrices(),
 		IdleTimeout: a.cfg.StreamIdleTimeout, RequestTimeout: a.cfg.RequestTimeout}
 	for name, p := range a.cfg.Providers {
 		pc := catalog.ProviderConfig{BaseURL: p.BaseURL, Headers: p.Headers}
@@ -107,9 +107,6 @@ func (a *app) resolveModel() (*model, error) {
 			pc.APIKey = a.getenv(p.APIKeyEnv)
 		}
 		cc.Providers[name] = pc
-	}
-	for spec, p := range a.cfg.Prices {
-		cc.Models[spec] = catalog.Model{Price: catalog.Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite}}
 	}
 	prov, cm, err := catalog.Resolve(a.cfg.Model, cc, a.getenv)
 	if err != nil {
@@ -154,6 +151,15 @@ func (a *app) wire(ctx context.Context, dir string, st store.Store, quiet bool) 
 	}
 	hooks, ch, err := a.hooks(dir, hc, st, quiet)
 	return m, hooks, ch, err
+}
+
+// configuredPrices is the [prices] table as catalog overrides.
+func (a *app) configuredPrices() map[string]catalog.Model {
+	models := map[string]catalog.Model{}
+	for spec, p := range a.cfg.Prices {
+		models[spec] = catalog.Model{Price: catalog.Price{Input: p.Input, Output: p.Output, CacheRead: p.CacheRead, CacheWrite: p.CacheWrite}}
+	}
+	return models
 }
 
 // noModel is the provider of agents that must never call a model (rein

@@ -68,14 +68,19 @@ func (p Price) Known() bool { return p != Price{} }
 
 // Cost is the price of one response's usage. Usage counts every prompt
 // token in Input, cached ones included; CacheRead and CacheWrite are parts
-// of it.
+// of it. A cache price left at zero is the input price: a price that names
+// no discount for cached tokens (a [prices] entry with input and output
+// only) is not read as free caching.
 func (p Price) Cost(u llm.Usage) float64 {
 	plain := max(u.Input-u.CacheRead-u.CacheWrite, 0)
-	write := p.CacheWrite
+	read, write := p.CacheRead, p.CacheWrite
+	if read == 0 {
+		read = p.Input
+	}
 	if write == 0 {
 		write = p.Input
 	}
-	return (float64(plain)*p.Input + float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*write + float64(u.Output)*p.Output) / 1e6
+	return (float64(plain)*p.Input + float64(u.CacheRead)*read + float64(u.CacheWrite)*write + float64(u.Output)*p.Output) / 1e6
 }
 
 // Spec is "provider:model".
