@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/session/internal/wire"
 )
 
 // Violation is one broken rule of the session invariant.
@@ -109,14 +110,14 @@ func (l *vlist) add(rule, format string, args ...any) {
 	l.vs = append(l.vs, Violation{Seq: l.seq, Rule: rule, Msg: fmt.Sprintf(format, args...)})
 }
 
-// Add checks ev (payload p, already decoded; p is nil for assistant/chunk
-// events and for unknown ignorable types) against the state. With no
+// Add checks ev (payload p, already decoded, or nil to have Add decode
+// it; nil for unknown ignorable types) against the state. With no
 // violation it applies ev and returns nil. With violations it returns them
 // all and leaves the state unchanged.
 func (c *Checker) Add(ev Event, p Payload) []Violation {
-	if p == nil && ev.Type.Known() && ev.Type != TypeAssistantChunk {
+	if p == nil {
 		var err error
-		if p, err = ev.Decode(); err != nil {
+		if p, err = decodeAny(ev); err != nil {
 			return []Violation{{Seq: ev.Seq, Rule: RuleDecode, Msg: err.Error()}}
 		}
 	}
@@ -136,18 +137,26 @@ func Check(events []Event) []Violation {
 	var c Checker
 	var out []Violation
 	for _, ev := range events {
-		var p Payload
-		if ev.Type.Known() {
-			var err error
-			if p, err = ev.Decode(); err != nil {
-				out = append(out, Violation{Seq: ev.Seq, Rule: RuleDecode, Msg: err.Error()})
-				p = nil
-			}
+		p, err := decodeAny(ev)
+		if err != nil {
+			out = append(out, Violation{Seq: ev.Seq, Rule: RuleDecode, Msg: err.Error()})
 		}
 		out = append(out, c.check(ev, p)...)
 		c.apply(ev, p)
 	}
 	return out
+}
+
+// decodeAny decodes a known type's payload, and validates an unknown
+// type's data (nil payload).
+func decodeAny(ev Event) (Payload, error) {
+	if ev.Type.Known() {
+		return ev.Decode()
+	}
+	if !wire.Valid(ev.Data) {
+		return nil, fmt.Errorf("%w: seq %d %s: data is not valid JSON in UTF-8", ErrCorrupt, ev.Seq, ev.Type)
+	}
+	return nil, nil
 }
 
 // check returns the violations of ev without changing c.

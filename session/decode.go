@@ -1,542 +1,290 @@
 package session
 
 import (
-	"bytes"
-	"encoding/binary"
 	"encoding/json"
-	"math/bits"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/session/internal/wire"
 )
 
-// Fast payload decoding. Loading a session decodes every non-chunk payload
-// (messages, tool results, headers); encoding/json costs several times a
-// line scan for that. fastDecode handles the payload types that dominate a
-// log, as rein writes them (its field names exactly, no unknown fields);
-// anything else, or anything it does not expect, makes it give up and the
-// caller falls back to encoding/json, so results never differ from
-// json.Unmarshal's on what it accepts.
+// Payload decoding, the fast path. Loading a session decodes every payload;
+// encoding/json costs several times a line scan for that. The decoders here
+// state each payload's fields (wire.Fields) as rein writes them; anything
+// else (an unknown or case-folded key, a float where an int belongs, ...)
+// makes them give up and the caller falls back to the general decoder,
+// encoding/json (see generalDecode), so results never differ from it.
 
 // fastDecode decodes data as the payload of type t, reporting false when it
-// cannot (the caller then uses encoding/json).
+// cannot (the caller then uses the general decoder).
 func fastDecode(t Type, data []byte) (Payload, bool) {
 	return decodeWith(t, data, nil)
 }
 
-// loadDec is a loading worker's state. The data it decodes is kept by the
-// log (AppendLines' input, which must not change), so strings without
-// escapes alias it; unescaped strings are copied into the worker's arena,
-// one allocation per chunk instead of one per string. Payloads the log
-// keeps only raw are validated, not decoded (lazy).
-type loadDec struct {
-	arena []byte // the open chunk: only ever appended to
-}
-
-// nextChunk is the size of the chunk after one of size prev: twice it,
-// from 1 KB up to limit.
-func nextChunk(prev, limit int) int {
-	return min(max(2*prev, 1<<10), limit)
-}
-
-const (
-	arenaSize = 64 << 10
-	// Strings over bigStr bytes get an allocation of their own.
-	bigStr = 8 << 10
-)
-
-// alloc copies d into the open chunk, opening a new one when it is full.
-// Chunks start small and double up to arenaSize, so a small session does
-// not hold 64 KB per worker (an idle agent must stay small).
-func (a *loadDec) alloc(d []byte) []byte {
-	if cap(a.arena)-len(a.arena) < len(d) {
-		a.arena = make([]byte, 0, max(nextChunk(cap(a.arena), arenaSize), len(d)))
-	}
-	n := len(a.arena)
-	a.arena = append(a.arena, d...)
-	return a.arena[n:len(a.arena):len(a.arena)]
-}
-
-// decodeWith is fastDecode; with ld set it decodes for a log (see loadDec):
-// a request/header then only has Turn and Step, and a tool/call only Turn,
-// Step and CallID, the rest of the payload being validated only.
-func decodeWith(t Type, data []byte, ld *loadDec) (Payload, bool) {
-	bp := scratchPool.Get().(*[]byte)
-	d := dec{b: data, buf: *bp, ld: ld}
-	defer func() {
-		if cap(d.buf) <= 1<<20 {
-			*bp = d.buf
-		}
-		scratchPool.Put(bp)
-	}()
+// decodeWith is fastDecode; with a set it decodes for a log (see
+// wire.NewDec): strings alias data, and a request/header then has only
+// Turn and Step, a tool/call only Turn, Step and CallID, the rest of the
+// payload being validated only.
+func decodeWith(t Type, data []byte, a *wire.Arena) (Payload, bool) {
+	d := wire.NewDec(data, a)
+	defer d.Release()
 	var p Payload
+	// A switch, not a table of functions: through an indirect call d
+	// would escape to the heap.
 	switch t {
-	case TypeAssistantMessage:
-		p = d.assistantMessage()
-	case TypeToolResult:
-		p = d.toolResult()
-	case TypeUserMessage:
-		p = d.userMessage()
-	case TypeToolCall:
-		p = d.toolCall()
-	case TypeStepStart:
-		var v StepStart
-		d.turnStep(&v.Turn, &v.Step)
-		p = &v
-	case TypeStepEnd:
-		var v StepEnd
-		d.turnStep(&v.Turn, &v.Step)
-		p = &v
 	case TypeTurnStart:
-		p = d.turnStart()
+		p = readTurnStart(&d)
 	case TypeTurnEnd:
-		p = d.turnEnd()
+		p = readTurnEnd(&d)
+	case TypeStepStart:
+		p = readStepStart(&d)
+	case TypeStepEnd:
+		p = readStepEnd(&d)
+	case TypeUserMessage:
+		p = readUserMessage(&d)
+	case TypeSteeringMessage:
+		p = readSteeringMessage(&d)
 	case TypeRequestHeader:
-		p = d.requestHeader()
+		p = readRequestHeader(&d)
+	case TypeAssistantChunk:
+		p = readAssistantChunk(&d)
+	case TypeAssistantMessage:
+		p = readAssistantMessage(&d)
+	case TypeToolCall:
+		p = readToolCall(&d)
+	case TypeToolApproval:
+		p = readToolApproval(&d)
+	case TypeToolResult:
+		p = readToolResult(&d)
+	case TypeHookResult:
+		p = readHookResult(&d)
+	case TypeCompactionStart:
+		p = readCompactionStart(&d)
+	case TypeCompactionEnd:
+		p = readCompactionEnd(&d)
+	case TypeSessionTitle:
+		p = readSessionTitle(&d)
 	default:
 		return nil, false
 	}
-	if d.bad {
-		return nil, false
-	}
-	d.ws()
-	if d.i != len(d.b) {
+	if !d.Done() {
 		return nil, false
 	}
 	return p, true
 }
 
-func (d *dec) parts() []llm.Part {
-	var ps []llm.Part
-	if d.peek() == '[' {
-		ps = make([]llm.Part, 0, 2)
-	}
-	if !d.array(func() {
-		var p llm.Part
-		d.object(func(k []byte) {
-			switch string(k) {
-			case "type":
-				p.Type = d.str()
-			case "text":
-				p.Text = d.str()
-			case "signature":
-				p.Signature = d.str()
-			case "mediaType":
-				p.MediaType = d.str()
-			case "data":
-				p.Data = d.str()
-			default:
-				d.fail()
+func readTurnStart(d *wire.Dec) Payload {
+	var v TurnStart
+	d.Fields(wire.F("turn", &v.Turn), wire.F("trigger", func() {
+		d.Fields(wire.F("kind", &v.Trigger.Kind), wire.F("messageID", &v.Trigger.MessageID))
+	}))
+	return &v
+}
+
+func readTurnEnd(d *wire.Dec) Payload {
+	var v TurnEnd
+	r := &v.Reason
+	d.Fields(wire.F("turn", &v.Turn), wire.F("reason", func() {
+		d.Fields(wire.F("kind", &r.Kind), wire.F("code", &r.Code), wire.F("message", &r.Message), wire.F("cause", &r.Cause))
+	}))
+	return &v
+}
+
+func readStepStart(d *wire.Dec) Payload {
+	var v StepStart
+	d.Fields(wire.F("turn", &v.Turn), wire.F("step", &v.Step))
+	return &v
+}
+
+func readStepEnd(d *wire.Dec) Payload {
+	var v StepEnd
+	d.Fields(wire.F("turn", &v.Turn), wire.F("step", &v.Step))
+	return &v
+}
+
+func readUserMessage(d *wire.Dec) Payload {
+	var v UserMessage
+	d.Fields(wire.F("id", &v.ID), content(d, &v.Content), source(d, &v.Source), wire.F("replaces", func() {
+		if d.Null() {
+			v.Replaces = nil
+			return
+		}
+		r := new(Replaces)
+		d.Fields(wire.F("start", &r.Start), wire.F("end", &r.End), wire.F("seqs", &r.Seqs))
+		v.Replaces = r
+	}))
+	return &v
+}
+
+func readSteeringMessage(d *wire.Dec) Payload {
+	var v SteeringMessage
+	d.Fields(wire.F("turn", &v.Turn), wire.F("id", &v.ID), content(d, &v.Content), source(d, &v.Source))
+	return &v
+}
+
+func readRequestHeader(d *wire.Dec) Payload {
+	var v RequestHeader
+	d.Fields(wire.F("turn", &v.Turn), wire.F("step", &v.Step),
+		wire.Lazy("reason", &v.Reason), wire.Lazy("model", &v.Model), wire.Lazy("system", &v.System),
+		wire.F("tools", func() {
+			var t llm.ToolSpec
+			v.Tools = list(d, 0, &t, func() {
+				d.Fields(wire.F("name", &t.Name), wire.Lazy("description", &t.Description), wire.Lazy("parameters", &t.Parameters))
+			})
+			if d.Lazy() {
+				v.Tools = nil // only validated
 			}
-		})
-		ps = append(ps, p)
+		}),
+		wire.F("params", func() { params(d, &v.Params) }))
+	return &v
+}
+
+func readAssistantChunk(d *wire.Dec) Payload {
+	var v AssistantChunk
+	d.Fields(wire.F("turn", &v.Turn), wire.F("step", &v.Step), wire.F("delta", func() {
+		x := &v.Delta
+		d.Fields(wire.F("text", &x.Text), wire.F("reasoning", &x.Reasoning), wire.F("signature", &x.Signature), wire.F("toolCall", func() {
+			if d.Null() {
+				x.ToolCall = nil
+				return
+			}
+			tc := new(llm.ToolCallDelta)
+			d.Fields(wire.F("index", &tc.Index), wire.F("id", &tc.ID), wire.F("name", &tc.Name), wire.F("arguments", &tc.Arguments))
+			x.ToolCall = tc
+		}))
+	}))
+	return &v
+}
+
+func readAssistantMessage(d *wire.Dec) Payload {
+	var v AssistantMessage
+	u := &v.Usage
+	d.Fields(wire.F("turn", &v.Turn), wire.F("step", &v.Step), content(d, &v.Content),
+		wire.F("toolCalls", func() {
+			var tc llm.ToolCall
+			v.ToolCalls = list(d, 0, &tc, func() {
+				d.Fields(wire.F("id", &tc.ID), wire.F("name", &tc.Name), wire.F("arguments", &tc.Arguments))
+			})
+		}),
+		wire.F("finish", (*string)(&v.Finish)),
+		wire.F("usage", func() {
+			d.Fields(wire.F("input", &u.Input), wire.F("output", &u.Output), wire.F("cacheRead", &u.CacheRead),
+				wire.F("cacheWrite", &u.CacheWrite), wire.F("reasoning", &u.Reasoning))
+		}),
+		wire.F("chunkSeqs", &v.ChunkSeqs), wire.F("interrupted", &v.Interrupted))
+	return &v
+}
+
+func readToolCall(d *wire.Dec) Payload {
+	var v ToolCall
+	d.Fields(wire.F("turn", &v.Turn), wire.F("step", &v.Step), wire.F("callID", &v.CallID),
+		wire.Lazy("name", &v.Name), wire.Lazy("arguments", &v.Arguments), wire.Lazy("originalArguments", &v.OriginalArguments))
+	return &v
+}
+
+func readToolApproval(d *wire.Dec) Payload {
+	var v ToolApproval
+	d.Fields(wire.F("turn", &v.Turn), wire.F("step", &v.Step), wire.F("callID", &v.CallID),
+		wire.F("decision", &v.Decision), wire.F("by", &v.By), wire.F("reason", &v.Reason))
+	return &v
+}
+
+func readToolResult(d *wire.Dec) Payload {
+	var v ToolResult
+	d.Fields(wire.F("turn", &v.Turn), wire.F("step", &v.Step), wire.F("callID", &v.CallID), content(d, &v.Content),
+		wire.F("isError", &v.IsError), wire.F("code", &v.Code), wire.F("meta", &v.Meta))
+	return &v
+}
+
+func readHookResult(d *wire.Dec) Payload {
+	var v HookResult
+	d.Fields(wire.F("turn", intPtr(d, &v.Turn)), wire.F("point", &v.Point), wire.F("hook", &v.Hook),
+		wire.F("decision", &v.Decision), wire.F("exitCode", intPtr(d, &v.ExitCode)),
+		wire.F("durationMs", &v.DurationMs), wire.F("stderr", &v.Stderr))
+	return &v
+}
+
+func readCompactionStart(d *wire.Dec) Payload {
+	var v CompactionStart
+	d.Fields(wire.F("turn", intPtr(d, &v.Turn)), wire.F("id", &v.ID), wire.F("reason", &v.Reason), wire.F("instructions", &v.Instructions))
+	return &v
+}
+
+func readCompactionEnd(d *wire.Dec) Payload {
+	var v CompactionEnd
+	d.Fields(wire.F("turn", intPtr(d, &v.Turn)), wire.F("id", &v.ID), wire.F("reason", &v.Reason), wire.F("error", &v.Error))
+	return &v
+}
+
+func readSessionTitle(d *wire.Dec) Payload {
+	var v SessionTitle
+	d.Fields(wire.F("title", &v.Title))
+	return &v
+}
+
+// list decodes an array, each element by elem into *e (zeroed first) and
+// then appended, with room for n elements at first. null gives nil, an
+// empty array an empty, non-nil slice, as encoding/json does.
+func list[T any](d *wire.Dec, n int, e *T, elem func()) []T {
+	var out []T
+	if n > 0 && d.Peek() == '[' {
+		out = make([]T, 0, n)
+	}
+	if !d.Array(func() {
+		var zero T
+		*e = zero
+		elem()
+		out = append(out, *e)
 	}) {
 		return nil
 	}
-	return ps
-}
-
-func (d *dec) source() (s Source) {
-	d.object(func(k []byte) {
-		switch string(k) {
-		case "kind":
-			s.Kind = d.str()
-		case "name":
-			s.Name = d.str()
-		default:
-			d.fail()
-		}
-	})
-	return s
-}
-
-var comma = []byte{','}
-
-// digits8 returns how many decimal digits b starts with when that is 1 to
-// 7 and b has 8 bytes to look at, else 0.
-func digits8(b []byte) int {
-	if len(b) < 8 {
-		return 0
+	if out == nil {
+		out = []T{}
 	}
-	w := binary.LittleEndian.Uint64(b)
-	// A high bit on each byte above '9' or below '0'; carries and
-	// borrows only reach bytes above a marked one.
-	m := ((w + ones*(0x7f-'9')) | (w - ones*'0') | w) & highs
-	return bits.TrailingZeros64(m) >> 3 & 7
+	return out
 }
 
-// swar8 converts the n (1..7) digits b starts with, eight bytes at a time.
-func swar8(b []byte, n int) uint64 {
-	v := (binary.LittleEndian.Uint64(b) - ones*'0') << (64 - 8*n) // the digits, then zeros, as leading zeros
-	v = (v & 0x0F0F0F0F0F0F0F0F) * 2561 >> 8
-	v = (v & 0x00FF00FF00FF00FF) * 6553601 >> 16
-	return (v & 0x0000FFFF0000FFFF) * 42949672960001 >> 32
+// content is the field "content": a list of parts.
+func content(d *wire.Dec, ps *[]llm.Part) wire.Field {
+	return wire.F("content", func() {
+		var p llm.Part
+		*ps = list(d, 2, &p, func() {
+			d.Fields(wire.F("type", &p.Type), wire.F("text", &p.Text), wire.F("signature", &p.Signature),
+				wire.F("mediaType", &p.MediaType), wire.F("data", &p.Data))
+		})
+	})
 }
 
-func (d *dec) int64s() []int64 {
-	var v []int64
-	if d.peek() == '[' {
-		// Size the slice at once: count the commas up to ']'.
-		rest := d.b[d.i:]
-		if j := bytes.IndexByte(rest, ']'); j >= 0 {
-			rest = rest[:j]
+// source is the field "source".
+func source(d *wire.Dec, s *Source) wire.Field {
+	return wire.F("source", func() { d.Fields(wire.F("kind", &s.Kind), wire.F("name", &s.Name)) })
+}
+
+// intPtr reads an optional integer into *p (null: nil).
+func intPtr(d *wire.Dec, p **int) func() {
+	return func() {
+		if d.Null() {
+			*p = nil
+			return
 		}
-		v = make([]int64, 0, bytes.Count(rest, comma)+1)
-		// Fast path: plain non-negative numbers, no spaces.
-		b := d.b
-		i := d.i + 1
-		if i < len(b) && b[i] == ']' {
-			d.i = i + 1
-			return v
-		}
-		for i < len(b) {
-			s := i
-			var x int64
-			if n := digits8(b[i:]); n > 0 {
-				x = int64(swar8(b[i:], n))
-				i += n
-			} else {
-				for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-					x = x*10 + int64(b[i]-'0')
-					i++
-				}
-			}
-			if i == s || i-s > 15 || (b[s] == '0' && i-s > 1) || i >= len(b) {
-				break
-			}
-			v = append(v, x)
-			if b[i] == ']' {
-				d.i = i + 1
-				return v
-			}
-			if b[i] != ',' {
-				break
-			}
-			i++
-		}
-		v = v[:0] // something else: the general path
+		n := d.Int()
+		*p = &n
 	}
-	if !d.array(func() { v = append(v, int64(d.int())) }) {
-		return nil
-	}
-	return v
-}
-
-func (d *dec) turnStep(turn, step *int) {
-	d.object(func(k []byte) {
-		switch string(k) {
-		case "turn":
-			*turn = d.int()
-		case "step":
-			*step = d.int()
-		default:
-			d.fail()
-		}
-	})
-}
-
-func (d *dec) userMessage() *UserMessage {
-	var v UserMessage
-	d.object(func(k []byte) {
-		switch string(k) {
-		case "id":
-			v.ID = d.str()
-		case "content":
-			v.Content = d.parts()
-		case "source":
-			v.Source = d.source()
-		case "replaces":
-			if d.null() {
-				v.Replaces = nil
-				return
-			}
-			r := new(Replaces)
-			d.object(func(k []byte) {
-				switch string(k) {
-				case "start":
-					r.Start = int64(d.int())
-				case "end":
-					r.End = int64(d.int())
-				case "seqs":
-					r.Seqs = d.int64s()
-				default:
-					d.fail()
-				}
-			})
-			v.Replaces = r
-		default:
-			d.fail()
-		}
-	})
-	return &v
-}
-
-func (d *dec) assistantMessage() *AssistantMessage {
-	var v AssistantMessage
-	d.object(func(k []byte) {
-		switch string(k) {
-		case "turn":
-			v.Turn = d.int()
-		case "step":
-			v.Step = d.int()
-		case "content":
-			v.Content = d.parts()
-		case "toolCalls":
-			var tcs []llm.ToolCall
-			if d.array(func() {
-				var tc llm.ToolCall
-				d.object(func(k []byte) {
-					switch string(k) {
-					case "id":
-						tc.ID = d.str()
-					case "name":
-						tc.Name = d.str()
-					case "arguments":
-						tc.Arguments = d.str()
-					default:
-						d.fail()
-					}
-				})
-				tcs = append(tcs, tc)
-			}) && tcs == nil {
-				tcs = []llm.ToolCall{}
-			}
-			v.ToolCalls = tcs
-		case "finish":
-			v.Finish = llm.Finish(d.str())
-		case "usage":
-			d.object(func(k []byte) {
-				switch string(k) {
-				case "input":
-					v.Usage.Input = d.int()
-				case "output":
-					v.Usage.Output = d.int()
-				case "cacheRead":
-					v.Usage.CacheRead = d.int()
-				case "cacheWrite":
-					v.Usage.CacheWrite = d.int()
-				case "reasoning":
-					v.Usage.Reasoning = d.int()
-				default:
-					d.fail()
-				}
-			})
-		case "chunkSeqs":
-			v.ChunkSeqs = d.int64s()
-		case "interrupted":
-			v.Interrupted = d.bool()
-		default:
-			d.fail()
-		}
-	})
-	return &v
-}
-
-func (d *dec) toolCall() *ToolCall {
-	var v ToolCall
-	d.object(func(k []byte) {
-		switch string(k) {
-		case "turn":
-			v.Turn = d.int()
-		case "step":
-			v.Step = d.int()
-		case "callID":
-			v.CallID = d.str()
-		case "name":
-			if d.lazy() {
-				d.skipStr()
-			} else {
-				v.Name = d.str()
-			}
-		case "arguments":
-			if d.lazy() {
-				d.skipStr()
-			} else {
-				v.Arguments = d.str()
-			}
-		case "originalArguments":
-			if d.lazy() {
-				d.skipStr()
-			} else {
-				v.OriginalArguments = d.str()
-			}
-		default:
-			d.fail()
-		}
-	})
-	return &v
-}
-
-func (d *dec) toolResult() *ToolResult {
-	var v ToolResult
-	d.object(func(k []byte) {
-		switch string(k) {
-		case "turn":
-			v.Turn = d.int()
-		case "step":
-			v.Step = d.int()
-		case "callID":
-			v.CallID = d.str()
-		case "content":
-			v.Content = d.parts()
-		case "isError":
-			v.IsError = d.bool()
-		case "code":
-			v.Code = d.str()
-		case "meta":
-			v.Meta = d.raw()
-		default:
-			d.fail()
-		}
-	})
-	return &v
-}
-
-func (d *dec) turnStart() *TurnStart {
-	var v TurnStart
-	d.object(func(k []byte) {
-		switch string(k) {
-		case "turn":
-			v.Turn = d.int()
-		case "trigger":
-			d.object(func(k []byte) {
-				switch string(k) {
-				case "kind":
-					v.Trigger.Kind = d.str()
-				case "messageID":
-					v.Trigger.MessageID = d.str()
-				default:
-					d.fail()
-				}
-			})
-		default:
-			d.fail()
-		}
-	})
-	return &v
-}
-
-func (d *dec) turnEnd() *TurnEnd {
-	var v TurnEnd
-	d.object(func(k []byte) {
-		switch string(k) {
-		case "turn":
-			v.Turn = d.int()
-		case "reason":
-			d.object(func(k []byte) {
-				switch string(k) {
-				case "kind":
-					v.Reason.Kind = d.str()
-				case "code":
-					v.Reason.Code = d.str()
-				case "message":
-					v.Reason.Message = d.str()
-				case "cause":
-					v.Reason.Cause = d.str()
-				default:
-					d.fail()
-				}
-			})
-		default:
-			d.fail()
-		}
-	})
-	return &v
-}
-
-// requestHeader decodes a request/header; lazily (for a log), it reads
-// Turn and Step and validates the rest.
-func (d *dec) requestHeader() *RequestHeader {
-	var v RequestHeader
-	lazy := d.lazy()
-	d.object(func(k []byte) {
-		switch string(k) {
-		case "turn":
-			v.Turn = d.int()
-		case "step":
-			v.Step = d.int()
-		case "reason", "model", "system":
-			if lazy {
-				d.skipStr()
-				return
-			}
-			switch s := d.str(); string(k) {
-			case "reason":
-				v.Reason = s
-			case "model":
-				v.Model = s
-			default:
-				v.System = s
-			}
-		case "tools":
-			var ts []llm.ToolSpec
-			if d.array(func() {
-				var t llm.ToolSpec
-				d.object(func(k []byte) {
-					switch string(k) {
-					case "name":
-						t.Name = d.str()
-					case "description":
-						if lazy {
-							d.skipStr()
-						} else {
-							t.Description = d.str()
-						}
-					case "parameters":
-						if lazy {
-							d.value(0)
-						} else {
-							t.Parameters = d.raw()
-						}
-					default:
-						d.fail()
-					}
-				})
-				if !lazy {
-					ts = append(ts, t)
-				}
-			}) && ts == nil && !lazy {
-				ts = []llm.ToolSpec{}
-			}
-			v.Tools = ts
-		case "params":
-			d.params(&v.Params)
-		default:
-			d.fail()
-		}
-	})
-	return &v
 }
 
 // params decodes llm.Params.
-func (d *dec) params(p *llm.Params) {
-	d.object(func(k []byte) {
-		switch string(k) {
-		case "maxTokens":
-			p.MaxTokens = d.int()
-		case "thinkingBudget":
-			p.ThinkingBudget = d.int()
-		case "reasoningEffort":
-			p.ReasoningEffort = d.str()
-		case "temperature", "topP":
+func params(d *wire.Dec, p *llm.Params) {
+	float := func(f **float64) func() {
+		return func() {
 			// Floats: encoding/json's business.
-			d.ws()
-			s := d.i
-			d.value(0)
-			if d.bad {
+			s := d.Span()
+			if d.Bad() {
 				return
 			}
-			var f *float64
-			if err := json.Unmarshal(d.b[s:d.i], &f); err != nil {
-				d.fail()
-				return
+			if err := json.Unmarshal(s, f); err != nil {
+				d.Fail()
 			}
-			if string(k) == "temperature" {
-				p.Temperature = f
-			} else {
-				p.TopP = f
-			}
-		default:
-			d.fail()
 		}
-	})
+	}
+	d.Fields(wire.F("maxTokens", &p.MaxTokens), wire.F("thinkingBudget", &p.ThinkingBudget),
+		wire.F("reasoningEffort", &p.ReasoningEffort), wire.F("temperature", float(&p.Temperature)), wire.F("topP", float(&p.TopP)))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/session/internal/wire"
 )
 
 // Type is an event's wire type, e.g. "user/message".
@@ -434,7 +435,7 @@ type Event struct {
 }
 
 // TimeLayout is the wire layout of event times: RFC 3339, UTC, milliseconds.
-const TimeLayout = "2006-01-02T15:04:05.000Z"
+const TimeLayout = wire.TimeLayout
 
 // NewEvent encodes p as the event of the given seq and time.
 func NewEvent(seq int64, t time.Time, p Payload) (Event, error) {
@@ -445,19 +446,14 @@ func NewEvent(seq int64, t time.Time, p Payload) (Event, error) {
 	return Event{Seq: seq, Type: p.EventType(), Time: t.UTC().Truncate(time.Millisecond), Data: data}, nil
 }
 
-// Decode returns the typed payload of e.
+// Decode returns the typed payload of e: the fast decoders where they
+// take the data, else the general decoder (encoding/json, the data being
+// valid UTF-8).
 func (e Event) Decode() (Payload, error) {
 	if p, ok := fastDecode(e.Type, e.Data); ok {
 		return p, nil
 	}
-	p := NewPayload(e.Type)
-	if p == nil {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownType, e.Type)
-	}
-	if err := json.Unmarshal(e.Data, p); err != nil {
-		return nil, fmt.Errorf("%w: seq %d %s: %v", ErrCorrupt, e.Seq, e.Type, err)
-	}
-	return p, nil
+	return decodeGeneral(e)
 }
 
 // MustDecode is Decode for events the caller produced itself; it panics on
@@ -507,197 +503,23 @@ var (
 	ErrInvariant = errors.New("session: invariant violated")
 )
 
-// ParseLine parses one event line (without the newline). It reads the fixed
-// prefix `{"seq":N,"type":"T","time":"…"` directly and takes data as a raw
-// slice of line without decoding it; lines written by other tools with
-// another field order fall back to encoding/json. Data aliases line.
+// ParseLine parses one event line (without the newline): the envelope,
+// and data validated as one JSON value in valid UTF-8 (its payload type is
+// Decode's business). Lines in rein's own field order take the fast path
+// (wire.Prefix), any other the general decoder (encoding/json). Data
+// aliases line.
 func ParseLine(line []byte) (Event, error) {
-	if ev, ok := parsePrefix(line); ok {
-		return ev, nil
+	if e, ok := wire.Prefix(line, nil); ok && wire.Valid(e.Data) {
+		return envelopeEvent(e), nil
 	}
-	return parseLineSlow(line)
+	return parseLineGeneral(line)
 }
 
-// parseLineSlow is ParseLine's encoding/json path.
-func parseLineSlow(line []byte) (Event, error) {
-	var w struct {
-		Seq       *int64          `json:"seq"`
-		Type      string          `json:"type"`
-		Time      string          `json:"time"`
-		Ignorable bool            `json:"ignorable"`
-		Data      json.RawMessage `json:"data"`
-	}
-	if err := json.Unmarshal(line, &w); err != nil {
-		return Event{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
-	}
-	if w.Seq == nil || w.Type == "" {
-		return Event{}, fmt.Errorf("%w: missing seq or type", ErrCorrupt)
-	}
-	t, err := time.Parse(time.RFC3339Nano, w.Time)
-	if err != nil {
-		return Event{}, fmt.Errorf("%w: bad time %q", ErrCorrupt, w.Time)
-	}
-	typ := internType(w.Type)
+// envelopeEvent is the Event of an envelope read by wire.Prefix.
+func envelopeEvent(e wire.Envelope) Event {
+	typ := internType(string(e.Type))
 	if typ == "" {
-		typ = Type(w.Type)
+		typ = Type(e.Type)
 	}
-	return Event{Seq: *w.Seq, Type: typ, Time: t.UTC(), Ignorable: w.Ignorable, Data: w.Data}, nil
-}
-
-// parsePrefix is the fast path of ParseLine for lines in rein's own field
-// order. It validates the envelope but not data beyond its delimiters.
-func parsePrefix(line []byte) (Event, bool) { return parsePrefixOpt(line, true, nil) }
-
-// parsePrefixOpt is parsePrefix; with validate unset it does not check that
-// data is exactly one bracketed value: callers that decode data fully
-// (which checks that) skip the scan.
-func parsePrefixOpt(line []byte, validate bool, tc *timeCache) (Event, bool) {
-	const p1 = `{"seq":`
-	if len(line) < len(p1)+40 || string(line[:len(p1)]) != p1 || line[len(line)-1] != '}' {
-		return Event{}, false
-	}
-	i := len(p1)
-	var seq int64
-	start := i
-	for i < len(line) && line[i] >= '0' && line[i] <= '9' {
-		seq = seq*10 + int64(line[i]-'0')
-		i++
-		if i-start > 18 {
-			return Event{}, false
-		}
-	}
-	if i == start {
-		return Event{}, false
-	}
-	const p2 = `,"type":"`
-	if !hasAt(line, i, p2) {
-		return Event{}, false
-	}
-	i += len(p2)
-	ts := i
-	// Types are printable ASCII; anything else (escapes, UTF-8, control
-	// bytes) takes the fallback.
-	for i < len(line) && line[i] != '"' && line[i] != '\\' && line[i] >= 0x20 && line[i] < 0x80 {
-		i++
-	}
-	if i >= len(line) || line[i] != '"' || i == ts {
-		return Event{}, false
-	}
-	var typ Type
-	if k := typeIdx(string(line[ts:i])); k >= 0 {
-		typ = Types[k]
-	} else {
-		typ = Type(line[ts:i])
-	}
-	i++
-	const p3 = `,"time":"`
-	if !hasAt(line, i, p3) {
-		return Event{}, false
-	}
-	i += len(p3)
-	if i+len(TimeLayout)+1 > len(line) || line[i+len(TimeLayout)] != '"' {
-		return Event{}, false
-	}
-	t, ok := tc.time(line[i : i+len(TimeLayout)])
-	if !ok {
-		return Event{}, false
-	}
-	i += len(TimeLayout) + 1
-	ign := false
-	const pi = `,"ignorable":true`
-	if hasAt(line, i, pi) {
-		ign = true
-		i += len(pi)
-	}
-	const p4 = `,"data":`
-	if !hasAt(line, i, p4) {
-		return Event{}, false
-	}
-	i += len(p4)
-	data := line[i : len(line)-1]
-	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' || (validate && objectLen(data) != len(data)) {
-		return Event{}, false
-	}
-	return Event{Seq: seq, Type: typ, Time: t, Ignorable: ign, Data: data}, true
-}
-
-// objectLen returns the length of the bracketed value b starts with,
-// skipping strings, or -1 when it does not close. It does not validate the
-// value; it only makes sure data is one value, so a line with fields after
-// data (`"data":{},"x":{}`) takes the fallback.
-func objectLen(b []byte) int {
-	depth := 0
-	for i := 0; i < len(b); i++ {
-		for i < len(b) && !objStop[b[i]] {
-			i++
-		}
-		if i >= len(b) {
-			break
-		}
-		switch b[i] {
-		case '"':
-			for i++; i < len(b); i++ {
-				for i < len(b) && !quoteStop[b[i]] {
-					i++
-				}
-				if i >= len(b) || b[i] == '"' {
-					break
-				}
-				i++ // the escaped byte
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-			if depth == 0 {
-				return i + 1
-			}
-		}
-	}
-	return -1
-}
-
-// objStop and quoteStop mark the bytes objectLen stops at.
-var objStop, quoteStop = func() (o, q [256]bool) {
-	for _, c := range `"{}[]` {
-		o[c] = true
-	}
-	q['"'], q['\\'] = true, true
-	return
-}()
-
-func hasAt(b []byte, i int, s string) bool {
-	return len(b)-i >= len(s) && string(b[i:i+len(s)]) == s
-}
-
-// parseTime parses TimeLayout without allocating.
-func parseTime(b []byte) (time.Time, bool) {
-	num := func(lo, hi int) (int, bool) {
-		n := 0
-		for _, c := range b[lo:hi] {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n, true
-	}
-	if b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != '.' || b[23] != 'Z' {
-		return time.Time{}, false
-	}
-	y, ok1 := num(0, 4)
-	mo, ok2 := num(5, 7)
-	d, ok3 := num(8, 10)
-	h, ok4 := num(11, 13)
-	mi, ok5 := num(14, 16)
-	s, ok6 := num(17, 19)
-	ms, ok7 := num(20, 23)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60 {
-		return time.Time{}, false
-	}
-	t := time.Date(y, time.Month(mo), d, h, mi, s, ms*int(time.Millisecond), time.UTC)
-	if t.Day() != d || s > 59 {
-		return time.Time{}, false // Feb 30, a leap second: the fallback decides
-	}
-	return t, true
+	return Event{Seq: e.Seq, Type: typ, Time: time.UnixMilli(e.Ms).UTC(), Ignorable: e.Ignorable, Data: e.Data}
 }

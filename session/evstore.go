@@ -1,8 +1,9 @@
 package session
 
 import (
-	"encoding/binary"
 	"time"
+
+	"github.com/reinhq/rein/session/internal/wire"
 )
 
 // evStore holds a log's events compactly: 24 bytes per event instead of
@@ -134,7 +135,7 @@ func (s *evStore) place(d []byte) (seg, off uint32) {
 		if s.arena > 0 {
 			prev = cap(s.segs[s.arena-1])
 		}
-		s.segs = append(s.segs, make([]byte, 0, max(nextChunk(prev, arenaChunk), len(d))))
+		s.segs = append(s.segs, make([]byte, 0, max(wire.NextChunk(prev, arenaChunk), len(d))))
 		s.arena, s.arenaLen = len(s.segs), 0
 	}
 	a := append(s.segs[s.arena-1][:s.arenaLen], d...)
@@ -197,47 +198,4 @@ func (s *evStore) slice(from, to int64) []Event {
 		out[i] = s.at(from + int64(i))
 	}
 	return out
-}
-
-// timeCache speeds up parsing the times of consecutive events, which
-// mostly share their date, hour and minute: it keeps the last minute seen
-// (as Unix milliseconds) and adds seconds and milliseconds to it. A nil
-// cache parses every time in full.
-type timeCache struct {
-	// The minute, "2006-01-02T15:04:", as two words and a byte.
-	m0, m1 uint64
-	m2     byte
-	base   int64
-	ok     bool
-}
-
-// ms parses a TimeLayout time (b is len(TimeLayout) bytes) to Unix
-// milliseconds.
-func (c *timeCache) ms(b []byte) (int64, bool) {
-	_ = b[23]
-	if c != nil && c.ok && binary.LittleEndian.Uint64(b) == c.m0 && binary.LittleEndian.Uint64(b[8:]) == c.m1 && b[16] == c.m2 && b[19] == '.' && b[23] == 'Z' {
-		s0, s1, m0, m1, m2 := b[17]-'0', b[18]-'0', b[20]-'0', b[21]-'0', b[22]-'0'
-		if s0 <= 5 && s1 <= 9 && m0 <= 9 && m1 <= 9 && m2 <= 9 {
-			return c.base + (int64(s0)*10+int64(s1))*1000 + int64(m0)*100 + int64(m1)*10 + int64(m2), true
-		}
-	}
-	t, ok := parseTime(b)
-	if ok && c != nil {
-		c.m0, c.m1, c.m2 = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:]), b[16]
-		c.base = t.Truncate(time.Minute).UnixMilli()
-		c.ok = true
-	}
-	return t.UnixMilli(), ok
-}
-
-// time is ms as a time.Time.
-func (c *timeCache) time(b []byte) (time.Time, bool) {
-	if c == nil {
-		return parseTime(b)
-	}
-	ms, ok := c.ms(b)
-	if !ok {
-		return time.Time{}, false
-	}
-	return time.UnixMilli(ms).UTC(), true
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/reinhq/rein/session/internal/wire"
 )
 
 // LineError locates the line that stopped AppendLines.
@@ -49,7 +51,7 @@ func (l *Log) AppendLines(data []byte) error {
 	// Workers' string arenas live on between calls (a loader feeds a file
 	// in pieces), so no call leaves a partly used chunk behind.
 	for len(l.loaders) < workers {
-		l.loaders = append(l.loaders, new(loadDec))
+		l.loaders = append(l.loaders, new(wire.Arena))
 	}
 	if len(data) < 2*blockSize || workers < 2 {
 		var b lineBlock
@@ -86,7 +88,7 @@ func (l *Log) AppendLines(data []byte) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ld := l.loaders[w]
+			a := l.loaders[w]
 			for {
 				select {
 				case <-tokens:
@@ -105,7 +107,7 @@ func (l *Log) AppendLines(data []byte) error {
 					blocks[i].recs, blocks[i].ps = old.recs[:0], old.ps[:0]
 				default:
 				}
-				blocks[i].parse(ld)
+				blocks[i].parse(a)
 				close(blocks[i].done)
 			}
 		}()
@@ -148,11 +150,14 @@ type lineBlock struct {
 
 // lineRec is one parsed line: the index record plus its seq.
 type lineRec struct {
-	rec         // seg unset; off is relative to the block's start
-	seq   int64 //
-	run   int32 // on the first chunk of a run of run chunks (see appendRun)
-	p     int32 // 1 + the index of the payload in lineBlock.ps, 0 for none
-	flags uint8
+	rec       // seg unset; off is relative to the block's start
+	seq int64 //
+	run int32 // on the first chunk of a run of run chunks (see appendRun)
+	p   int32 // 1 + the index of the payload in lineBlock.ps, 0 for none
+	// turn and step of a chunk parsed by wire.ChunkLine (which has no
+	// payload): what the checker asks of it.
+	turn, step int32
+	flags      uint8
 }
 
 const (
@@ -168,38 +173,39 @@ const (
 
 // parse parses the block's lines and decodes their payloads, stopping at
 // the first bad line.
-func (b *lineBlock) parse(ld *loadDec) {
+func (b *lineBlock) parse(a *wire.Arena) {
 	d := b.data[b.base:]
 	if b.recs == nil {
 		n := len(d)/100 + 16
 		b.recs = make([]lineRec, 0, n)
 		b.ps = make([]Payload, 0, n/16)
 	}
-	var tc timeCache
+	var tc wire.TimeCache
 	runStart := -1
 	for pos := 0; pos < len(d); {
-		n := len(b.recs)
-		b.recs = append(b.recs, lineRec{})
-		if next := chunkLine(d, pos, &tc, &b.recs[n]); next > 0 {
-			r := &b.recs[n]
-			// Extend the run of chunks: consecutive seqs, times in order.
-			if runStart >= 0 && r.seq == b.recs[n-1].seq+1 && r.ms >= b.recs[n-1].ms {
+		if c, next := wire.ChunkLine(d, pos, &tc); next > 0 {
+			r := lineRec{seq: c.Seq, turn: c.Turn, step: c.Step}
+			r.ms, r.typ, r.off, r.n = c.Ms, chunkType, c.Off, c.Len
+			// Extend the run of chunks: consecutive seqs, times in order,
+			// the same step.
+			if p := len(b.recs) - 1; runStart >= 0 && r.seq == b.recs[p].seq+1 && r.ms >= b.recs[p].ms &&
+				r.turn == b.recs[p].turn && r.step == b.recs[p].step {
 				b.recs[runStart].run++
 			} else {
-				runStart = n
+				runStart = len(b.recs)
 				r.run = 1
 			}
+			b.recs = append(b.recs, r)
 			pos = next
 			continue
 		}
-		b.recs = b.recs[:n]
 		runStart = -1
 		ln := d[pos:]
 		next := len(d)
 		if j := bytes.IndexByte(ln, '\n'); j >= 0 {
 			ln, next = ln[:j], pos+j+1
 		}
-		if !b.parseLine(pos, ln, &tc, ld) {
+		if !b.parseLine(pos, ln, &tc, a) {
 			return
 		}
 		pos = next
@@ -207,44 +213,41 @@ func (b *lineBlock) parse(ld *loadDec) {
 }
 
 // parseLine parses one line that is not a plain chunk (ln, at offset pos
-// of the block), reporting false when it stops the block.
-func (b *lineBlock) parseLine(pos int, ln []byte, tc *timeCache, ld *loadDec) bool {
-	// Data that gets decoded is validated by decoding; only the rest
-	// needs parsePrefix's bracket scan.
-	ev, ok := parsePrefixOpt(ln, false, tc)
-	decode := ok && ev.Type != TypeAssistantChunk && ev.Type.Known()
-	if ok && !decode {
-		if ev.Type == TypeAssistantChunk {
-			ok = chunkDataOK(ev.Data)
-		} else {
-			ok = objectLen(ev.Data) == len(ev.Data)
-		}
-	}
-	var err error
-	careful := !ok
-	if careful {
-		if ev, err = parseLineSlow(ln); err != nil {
-			b.err, b.eseq = err, -1
-			return false
-		}
-		decode = ev.Type != TypeAssistantChunk && ev.Type.Known()
-	}
+// of the block), reporting false when it stops the block. Lines in rein's
+// field order take the fast path: the envelope by wire.Prefix, the
+// payload by the fast decoders (unknown types' data only validated). Any
+// other line, or one the fast path does not take, goes to the general
+// decoder, which decides.
+func (b *lineBlock) parseLine(pos int, ln []byte, tc *wire.TimeCache, a *wire.Arena) bool {
+	var ev Event
 	var p Payload
 	var flags uint8
-	if decode {
-		var fast bool
-		if p, fast = decodeWith(ev.Type, ev.Data, ld); fast {
-			if ev.Type == TypeRequestHeader {
-				flags = lazyHeader
-			}
-		} else if p, err = ev.Decode(); err != nil {
-			// Maybe data was not one value (fields after it): parse the
-			// line the careful way.
-			if ev, err = ParseLine(ln); err == nil {
-				careful = true
-				p, err = ev.Decode()
-			}
-			if err != nil {
+	e, fast := wire.Prefix(ln, tc)
+	if fast {
+		ev = envelopeEvent(e)
+		switch {
+		case !ev.Type.Known():
+			fast = wire.Valid(ev.Data)
+		case ev.Type == TypeRequestHeader:
+			p, fast = decodeWith(ev.Type, ev.Data, a)
+			flags = lazyHeader
+		default:
+			p, fast = decodeWith(ev.Type, ev.Data, a)
+		}
+	}
+	if !fast {
+		seq := int64(-1)
+		if e.Data != nil {
+			seq = e.Seq
+		}
+		var err error
+		if ev, err = parseLineGeneral(ln); err != nil {
+			b.err, b.eseq = err, seq
+			return false
+		}
+		p, flags = nil, 0
+		if ev.Type.Known() {
+			if p, err = ev.Decode(); err != nil {
 				b.err, b.eseq = err, ev.Seq
 				return false
 			}
@@ -253,7 +256,7 @@ func (b *lineBlock) parseLine(pos int, ln []byte, tc *timeCache, ld *loadDec) bo
 	r := lineRec{seq: ev.Seq, flags: flags}
 	r.ign = ev.Ignorable
 	k := typeIdx(string(ev.Type))
-	if careful || k < 0 || ev.Time.Nanosecond()%int(time.Millisecond) != 0 || uint64(len(ev.Data)) > math.MaxUint32 {
+	if !fast || k < 0 || uint64(len(ev.Data)) > math.MaxUint32 {
 		// Keep the whole event (its data may not be in the block, or be
 		// too big for a record; its time may be finer than the index
 		// keeps, which the checker must still see).
@@ -262,7 +265,7 @@ func (b *lineBlock) parseLine(pos int, ln []byte, tc *timeCache, ld *loadDec) bo
 	} else {
 		r.typ = uint16(k)
 		r.ms = ev.Time.UnixMilli()
-		// parsePrefixOpt's data ends just before the line's last byte.
+		// wire.Prefix's data ends just before the line's last byte.
 		r.off, r.n = uint32(pos+len(ln)-1-len(ev.Data)), uint32(len(ev.Data))
 	}
 	if p != nil {
@@ -282,95 +285,6 @@ func (b *lineBlock) event(i int) Event {
 	d := b.data[b.base:]
 	return Event{Seq: r.seq, Type: Types[r.typ], Time: time.UnixMilli(r.ms).UTC(), Ignorable: r.ign,
 		Data: d[r.off : r.off+r.n : r.off+r.n]}
-}
-
-// chunkLine parses the line at d[pos:] when it is an assistant/chunk in
-// exactly the shape rein writes,
-//
-//	{"seq":N,"type":"assistant/chunk","time":"…","data":{"turn":N,"step":N,"delta":{"text"|"reasoning":"…"}}}
-//
-// filling in r and returning the offset just past its '\n' (0 when the
-// line is not one). A line it takes, parsePrefixOpt and chunkDataOK take
-// too, with the same result; anything else (an ignorable chunk, a tool
-// call delta, another field order) takes the general path.
-//
-// Comparisons with constant strings of up to 16 bytes compile to a few
-// word loads (longer ones, or ones through a helper, to a call): hence the
-// literals in 16-byte pieces, written out.
-func chunkLine(d []byte, pos int, tc *timeCache, r *lineRec) (next int) {
-	if len(d)-pos < 7 || string(d[pos:pos+7]) != `{"seq":` {
-		return 0
-	}
-	i := pos + 7
-	s := i
-	var seq int64
-	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-		seq = seq*10 + int64(d[i]-'0')
-		i++
-	}
-	// ,"type":"assistant/chunk","time":"2006-01-02T15:04:05.000Z","data":{"turn":
-	const fixed = 34 + len(TimeLayout) + 17
-	if i == s || i-s > 18 || len(d)-i < fixed {
-		return 0
-	}
-	f := d[i : i+fixed]
-	if string(f[:16]) != `,"type":"assista` || string(f[16:32]) != `nt/chunk","time"` || string(f[32:34]) != `:"` ||
-		string(f[58:74]) != `","data":{"turn"` || f[74] != ':' {
-		return 0
-	}
-	ms, ok := tc.ms(f[34:58])
-	if !ok {
-		return 0
-	}
-	ds := i + 67 // data starts at its '{'
-	if i, ok = skipDigits(d, i+fixed); !ok || len(d)-i < 8 || string(d[i:i+8]) != `,"step":` {
-		return 0
-	}
-	if i, ok = skipDigits(d, i+8); !ok || len(d)-i < 11 || string(d[i:i+11]) != `,"delta":{"` {
-		return 0
-	}
-	i += 11
-	switch {
-	case len(d)-i >= 7 && string(d[i:i+7]) == `text":"`:
-		i += 7
-	case len(d)-i >= 12 && string(d[i:i+12]) == `reasoning":"`:
-		i += 12
-	default:
-		return 0
-	}
-	// The string: as chunkDataOK, any byte but an unescaped '"' (and
-	// '\n', which ends the line).
-	for i < len(d) {
-		c := d[i]
-		if c == '"' || c == '\n' {
-			break
-		}
-		if c == '\\' {
-			i++
-			if i < len(d) && d[i] == '\n' {
-				return 0
-			}
-		}
-		i++
-	}
-	if len(d)-i < 4 || string(d[i:i+4]) != `"}}}` {
-		return 0
-	}
-	i += 4
-	switch {
-	case i == len(d):
-		next = i
-	case d[i] == '\n':
-		next = i + 1
-	default:
-		return 0
-	}
-	if uint64(i-1-ds) > math.MaxUint32 {
-		return 0 // too big for the index: kept whole (see parseLine)
-	}
-	r.seq, r.ms, r.typ = seq, ms, chunkType
-	r.off, r.n = uint32(ds), uint32(i-1-ds)
-	return next
 }
 
 // appendBlock appends a parsed block; line is the index of its first line.
@@ -393,8 +307,13 @@ func (l *Log) appendBlock(b *lineBlock, line int) error {
 			at = -1 // data elsewhere: copied
 		}
 		var p Payload
-		if r.p > 0 {
+		switch {
+		case r.p > 0:
 			p = b.ps[r.p-1]
+		case r.typ == chunkType:
+			// A chunk wire.ChunkLine took (validated); the checker needs
+			// only its coordinates.
+			p = &AssistantChunk{Turn: int(r.turn), Step: int(r.step)}
 		}
 		if err := l.appendDecoded(ev, p, r.flags&lazyHeader != 0, at, r.off); err != nil {
 			return &LineError{Line: line + i, End: b.lineEnd(i), Seq: ev.Seq, Err: err}
@@ -408,17 +327,17 @@ func (l *Log) appendBlock(b *lineBlock, line int) error {
 	return nil
 }
 
-// appendRun appends a run of chunks (consecutive seqs, times in order,
-// data in segment seg) at once when the state lets every one of them in:
-// the next seq, no earlier time, inside a step that has no
-// assistant/message yet. That is exactly what Checker.check asks of a
-// chunk (whose payload it does not decode), and the state changes are
-// Checker.apply's and Log.add's. Otherwise it reports false and the chunks
+// appendRun appends a run of chunks (consecutive seqs, times in order, one
+// turn and step, data in segment seg) at once when the state lets every
+// one of them in: the next seq, no earlier time, inside that very step,
+// which has no assistant/message yet. That is exactly what Checker.check
+// asks of a chunk, and the state changes are Checker.apply's and
+// Log.add's. Otherwise it reports false and the chunks
 // take the general path.
 func (l *Log) appendRun(rs []lineRec, seg uint32) bool {
 	c := &l.checker
 	first, last := &rs[0], &rs[len(rs)-1]
-	if first.seq != c.next || !c.turnOpen || !c.stepOpen || c.asstSeen {
+	if first.seq != c.next || !c.turnOpen || !c.stepOpen || c.asstSeen || int(first.turn) != c.turn || int(first.step) != c.step {
 		return false
 	}
 	if time.UnixMilli(first.ms).Before(c.last) {
@@ -471,60 +390,4 @@ func (l *Log) appendDecoded(ev Event, p Payload, lazy bool, seg int, off uint32)
 		return fmt.Errorf("%w: %q at seq %d", ErrUnknownType, ev.Type, ev.Seq)
 	}
 	return l.addP(ev, p, lazy, seg, off)
-}
-
-// chunkDataOK is objectLen(d) == len(d) for assistant/chunk data, with a
-// fast path for the shape rein writes:
-// {"turn":N,"step":N,"delta":{"text"|"reasoning":"…"}}.
-func chunkDataOK(d []byte) bool {
-	i, ok := skipLit(d, 0, `{"turn":`)
-	if ok {
-		i, ok = skipDigits(d, i)
-	}
-	if ok {
-		i, ok = skipLit(d, i, `,"step":`)
-	}
-	if ok {
-		i, ok = skipDigits(d, i)
-	}
-	if ok {
-		i, ok = skipLit(d, i, `,"delta":{"`)
-	}
-	if ok {
-		if j, ok2 := skipLit(d, i, `text":"`); ok2 {
-			i = j
-		} else {
-			i, ok = skipLit(d, i, `reasoning":"`)
-		}
-	}
-	if ok {
-		for i < len(d) {
-			for i < len(d) && !quoteStop[d[i]] {
-				i++
-			}
-			if i >= len(d) || d[i] == '"' {
-				break
-			}
-			i += 2
-		}
-		if i < len(d) && string(d[i:]) == `"}}` {
-			return true
-		}
-	}
-	return objectLen(d) == len(d)
-}
-
-func skipLit(d []byte, i int, lit string) (int, bool) {
-	if len(d)-i >= len(lit) && string(d[i:i+len(lit)]) == lit {
-		return i + len(lit), true
-	}
-	return i, false
-}
-
-func skipDigits(d []byte, i int) (int, bool) {
-	s := i
-	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-		i++
-	}
-	return i, i > s
 }

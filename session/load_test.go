@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/session/internal/wire"
 )
 
 // Tests of the loading fast paths (lines.go, decode.go): each agrees with
@@ -56,27 +56,31 @@ func chunkLines(t testing.TB) [][]byte {
 // the same record the general path makes.
 func TestChunkLineFastPath(t *testing.T) {
 	for _, line := range chunkLines(t) {
-		var r lineRec
-		var tc timeCache
-		next := chunkLine(line, 0, &tc, &r)
+		var tc wire.TimeCache
+		c, next := wire.ChunkLine(line, 0, &tc)
 		if next != len(line) {
 			t.Fatalf("fast path refused %s", line)
 		}
-		checkChunkLine(t, line[:len(line)-1], &r)
+		checkChunkLine(t, line[:len(line)-1], c)
 	}
 }
 
-// checkChunkLine compares chunkLine's record for line (without '\n') with
-// parsePrefixOpt's event.
-func checkChunkLine(t *testing.T, line []byte, r *lineRec) {
+// checkChunkLine compares wire.ChunkLine's record of line (without '\n')
+// with the general decoder's event and payload.
+func checkChunkLine(t *testing.T, line []byte, c wire.Chunk) {
 	t.Helper()
-	ev, ok := parsePrefixOpt(line, false, nil)
-	if !ok || ev.Type != TypeAssistantChunk || !chunkDataOK(ev.Data) {
-		t.Fatalf("fast path took a line the general path refuses: %q", line)
+	ev, err := parseLineGeneral(line)
+	if err != nil || ev.Type != TypeAssistantChunk || ev.Ignorable {
+		t.Fatalf("fast path took a line the general path reads otherwise (%v): %q", err, line)
 	}
-	data := line[r.off : r.off+r.n]
-	if r.seq != ev.Seq || r.ms != ev.Time.UnixMilli() || r.ign != ev.Ignorable || r.typ != chunkType || !bytes.Equal(data, ev.Data) {
-		t.Fatalf("fast %+v %q\nslow %+v\nline %q", r, data, ev, line)
+	p, err := decodeGeneral(ev)
+	if err != nil {
+		t.Fatalf("fast path took a chunk whose data the general decoder refuses (%v): %q", err, line)
+	}
+	d := p.(*AssistantChunk)
+	data := line[c.Off : c.Off+c.Len]
+	if c.Seq != ev.Seq || c.Ms != ev.Time.UnixMilli() || ev.Time.Nanosecond()%1e6 != 0 || int(c.Turn) != d.Turn || int(c.Step) != d.Step || !jsonEqual(data, ev.Data) {
+		t.Fatalf("fast %+v %q\ngeneral %+v %+v\nline %q", c, data, ev, d, line)
 	}
 }
 
@@ -87,11 +91,12 @@ func FuzzChunkLine(f *testing.F) {
 	f.Add([]byte(`{"seq":1,"type":"assistant/chunk","time":"2026-11-30T10:00:00.000Z","data":{"turn":1,"step":1,"delta":{"text":"\` + "\n" + `"}}}`))
 	f.Add([]byte(`{"seq":1,"type":"assistant/chunk","time":"2026-11-30T10:00:00.000Z","ignorable":true,"data":{"turn":1,"step":1,"delta":{"text":""}}}`))
 	f.Add([]byte(`{"seq":1,"type":"assistant/chunk","time":"2026-11-30T10:00:00.000Z","data":{"turn":1,"step":1,"delta":{"text":"a"}}}}`))
+	f.Add([]byte(`{"seq":01,"type":"assistant/chunk","time":"2026-11-30T10:00:00.000Z","data":{"turn":01,"step":1,"delta":{"text":"\u00e9\x"}}}`))
+	f.Add([]byte("{\"seq\":1,\"type\":\"assistant/chunk\",\"time\":\"2026-11-30T10:00:00.000Z\",\"data\":{\"turn\":1,\"step\":1,\"delta\":{\"text\":\"\xe9\"}}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var tc timeCache
+		var tc wire.TimeCache
 		for pos := 0; pos < len(data); {
-			var r lineRec
-			next := chunkLine(data, pos, &tc, &r)
+			c, next := wire.ChunkLine(data, pos, &tc)
 			end := bytes.IndexByte(data[pos:], '\n')
 			if end < 0 {
 				end = len(data)
@@ -102,43 +107,16 @@ func FuzzChunkLine(f *testing.F) {
 				if want := min(end+1, len(data)); next != want {
 					t.Fatalf("next %d, line ends at %d", next, want)
 				}
-				rr := r
-				rr.off -= uint32(pos)
-				checkChunkLine(t, data[pos:end], &rr)
+				c.Off -= uint32(pos)
+				checkChunkLine(t, data[pos:end], c)
 			}
 			pos = end + 1
 		}
 	})
 }
 
-func TestPlainLen(t *testing.T) {
-	slow := func(b []byte) int {
-		for i, c := range b {
-			if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-				return i
-			}
-		}
-		return len(b)
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	alphabet := []byte("ab \"\\\x00\x1f\x20\x7f\x80\xff~!#")
-	for range 20000 {
-		b := make([]byte, r.IntN(40))
-		for i := range b {
-			if r.IntN(4) == 0 {
-				b[i] = alphabet[r.IntN(len(alphabet))]
-			} else {
-				b[i] = byte(r.IntN(256))
-			}
-		}
-		if got, want := plainLen(b), slow(b); got != want {
-			t.Fatalf("plainLen(%q) = %d, want %d", b, got, want)
-		}
-	}
-}
-
 // FuzzLoadDecode: decoding for a log (aliased strings, arena copies, lazy
-// request headers and tool calls) never accepts what encoding/json
+// request headers and tool calls) never accepts what the general decoder
 // refuses, and gives what it gives (the fields a lazy decode keeps).
 func FuzzLoadDecode(f *testing.F) {
 	for _, c := range fastDecodeCases {
@@ -158,15 +136,13 @@ func FuzzLoadDecode(f *testing.F) {
 
 func checkLoadDecode(t *testing.T, typ Type, data []byte) {
 	t.Helper()
-	want := NewPayload(typ)
-	jerr := json.Unmarshal(data, want)
-	var ld loadDec
-	got, ok := decodeWith(typ, data, &ld)
+	want, jerr := decodeGeneral(Event{Type: typ, Data: data})
+	got, ok := decodeWith(typ, data, new(wire.Arena))
 	if !ok {
 		return
 	}
 	if jerr != nil {
-		t.Fatalf("%s %s: load decode accepted what encoding/json refuses (%v)", typ, data, jerr)
+		t.Fatalf("%s %s: load decode accepted what the general decoder refuses (%v)", typ, data, jerr)
 	}
 	switch w := want.(type) {
 	case *RequestHeader:
@@ -184,27 +160,6 @@ func checkLoadDecode(t *testing.T, typ Type, data []byte) {
 			t.Fatalf("%s %s:\nload %#v\njson %#v", typ, data, got, want)
 		}
 	}
-}
-
-// FuzzValidate: the validator behind lazy decoding accepts exactly what
-// json.Valid accepts (but for nesting deeper than maxDepth).
-func FuzzValidate(f *testing.F) {
-	for _, s := range []string{`{}`, `[1,2,{"a":"b\n"}]`, ` {"a" : [ true , false , null ] } `, `-0.5e+7`, `01`, `1.`, `"\u12"`, `"\ud800"`, "\"\x01\"", `{"a":}`, `[1,]`, `"é\xff"`, `tru`, `{"a":1}}`} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		d := dec{b: []byte(s)}
-		d.value(0)
-		d.ws()
-		got := !d.bad && d.i == len(s)
-		want := json.Valid([]byte(s))
-		if got && !want {
-			t.Fatalf("validator accepts %q, json.Valid does not", s)
-		}
-		if want && !got && strings.Count(s, "[")+strings.Count(s, "{") < maxDepth {
-			t.Fatalf("validator refuses %q, json.Valid accepts it", s)
-		}
-	})
 }
 
 // loadLog is a log with every kind of payload, request headers that
@@ -321,7 +276,8 @@ func TestLazyHeader(t *testing.T) {
 }
 
 // TestAppendLinesDamage: whatever line is damaged, and however, AppendLines
-// stops where appending the events one by one stops, with the same error.
+// (on several blocks in parallel) stops where appending the events one by
+// one stops, and where the general decoder stops, with the same error.
 func TestAppendLinesDamage(t *testing.T) {
 	_, data := loadLog(t, 120) // several blocks
 	if len(data) < 3*blockSize {
@@ -362,9 +318,20 @@ func TestAppendLinesDamage(t *testing.T) {
 		func(i int, ln string) string { return strings.Replace(ln, `"chunkSeqs":[`, `"chunkSeqs":[0,`, 1) },
 		// the line cut short
 		func(i int, ln string) string { return ln[:len(ln)/2] + "\n" },
+		// a byte that is not UTF-8 (in a chunk's text, or anywhere)
+		func(i int, ln string) string { return strings.Replace(ln, "w", "w\xff", 1) },
+		func(i int, ln string) string { return strings.Replace(ln, "\"}", "\xe9\"}", 1) },
+		// a chunk naming another turn
+		func(i int, ln string) string { return strings.Replace(ln, `{"turn":`, `{"turn":4`, 1) },
+		// a number with a leading zero
+		func(i int, ln string) string { return strings.Replace(ln, `{"turn":`, `{"turn":0`, 1) },
+		// a raw control byte in a string
+		func(i int, ln string) string { return strings.Replace(ln, `\n`, "\x01", 1) },
+		// an escape that is not one
+		func(i int, ln string) string { return strings.Replace(ln, `\n`, `\u00g1`, 1) },
 	}
 	for k, damage := range damages {
-		for range 4 {
+		for rep := range 4 {
 			i := r.IntN(len(lines))
 			bad := damage(i, lines[i])
 			in := append(append(append([]string(nil), lines[:i]...), bad), lines[i+1:]...)
@@ -395,6 +362,9 @@ func TestAppendLinesDamage(t *testing.T) {
 			}
 			if !bytes.Equal(got, want) {
 				t.Fatalf("damage %d at line %d: events differ", k, i)
+			}
+			if rep == 0 {
+				sameLoad(t, buf, l, err) // slow: encoding/json
 			}
 		}
 	}
@@ -461,37 +431,6 @@ func TestAppendLinesChunkRules(t *testing.T) {
 	}
 }
 
-func TestSWARDigits(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	for range 100000 {
-		n := r.IntN(10)
-		b := []byte(strings.Repeat("0", 0))
-		for range n {
-			b = append(b, byte('0'+r.IntN(10)))
-		}
-		for len(b) < 8+r.IntN(3) {
-			b = append(b, []byte(",]}x/:\x00\xff9")[r.IntN(9)])
-		}
-		want := 0
-		for want < len(b) && b[want] >= '0' && b[want] <= '9' {
-			want++
-		}
-		got := digits8(b)
-		if want >= 8 || len(b) < 8 {
-			want = 0
-		}
-		if got != want {
-			t.Fatalf("digits8(%q) = %d, want %d", b, got, want)
-		}
-		if got > 0 {
-			x, _ := strconv.ParseUint(string(b[:got]), 10, 64)
-			if v := swar8(b, got); v != x {
-				t.Fatalf("swar8(%q, %d) = %d, want %d", b, got, v, x)
-			}
-		}
-	}
-}
-
 // BenchmarkChunkLine: the fast path of the bulk of a log's lines.
 func BenchmarkChunkLine(b *testing.B) {
 	var data []byte
@@ -502,10 +441,9 @@ func BenchmarkChunkLine(b *testing.B) {
 	}
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		var tc timeCache
-		var r lineRec
+		var tc wire.TimeCache
 		for pos := 0; pos < len(data); {
-			next := chunkLine(data, pos, &tc, &r)
+			_, next := wire.ChunkLine(data, pos, &tc)
 			if next == 0 {
 				b.Fatal("no")
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/session/internal/wire"
 )
 
 // Log is one session's durable event log held in memory: the events, the
@@ -27,7 +28,7 @@ type Log struct {
 	hdrLazy bool
 	hdrSeq  int64
 	// loaders are AppendLines' workers' arenas, kept between calls.
-	loaders []*loadDec
+	loaders []*wire.Arena
 	title   string
 	// ids holds the ids of every user and steering message, so new ids can
 	// be kept unique within the session.
@@ -122,7 +123,8 @@ func (l *Log) Append(t time.Time, p Payload) (Event, error) {
 }
 
 // AppendEvent adds an already encoded event (as read from a store). Its seq
-// must be Len(); unknown types are refused unless ignorable.
+// must be Len(); unknown types are refused unless ignorable. The payload
+// is decoded in full (chunks included) and checked, as AppendLines does.
 func (l *Log) AppendEvent(ev Event) error {
 	if ev.Seq != l.Len() {
 		return fmt.Errorf("%w: seq %d, want %d", ErrInvariant, ev.Seq, l.Len())
@@ -132,9 +134,10 @@ func (l *Log) AppendEvent(ev Event) error {
 		if !ev.Ignorable {
 			return fmt.Errorf("%w: %q at seq %d", ErrUnknownType, ev.Type, ev.Seq)
 		}
-	} else if ev.Type != TypeAssistantChunk {
-		// Chunks are the bulk of a log and carry nothing the projection
-		// or the state needs: they stay undecoded.
+		if !wire.Valid(ev.Data) {
+			return fmt.Errorf("%w: seq %d %s: data is not valid JSON in UTF-8", ErrCorrupt, ev.Seq, ev.Type)
+		}
+	} else {
 		var err error
 		if p, err = ev.Decode(); err != nil {
 			return err

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reinhq/rein/session/internal/wire"
 )
 
 func TestParseLineFastPath(t *testing.T) {
@@ -20,7 +22,7 @@ func TestParseLineFastPath(t *testing.T) {
 	if !reflect.DeepEqual(ev, want) {
 		t.Fatalf("got %+v\nwant %+v", ev, want)
 	}
-	if _, ok := parsePrefix([]byte(line)); !ok {
+	if _, ok := wire.Prefix([]byte(line), nil); !ok {
 		t.Fatal("rein's own line did not take the fast path")
 	}
 	p := ev.MustDecode().(*UserMessage)
@@ -32,7 +34,7 @@ func TestParseLineFastPath(t *testing.T) {
 func TestParseLineFallback(t *testing.T) {
 	// Another tool's field order, whitespace and extra fields.
 	line := `{ "type": "turn/start", "data": {"turn": 3, "trigger": {"kind": "send"}}, "extra": 1, "time": "2026-11-30T10:00:03.5Z", "seq": 7, "ignorable": true }`
-	if _, ok := parsePrefix([]byte(line)); ok {
+	if _, ok := wire.Prefix([]byte(line), nil); ok {
 		t.Fatal("reordered line took the fast path")
 	}
 	ev, err := ParseLine([]byte(line))
@@ -72,7 +74,7 @@ func TestAppendLineRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := parsePrefix(line[:len(line)-1]); !ok {
+			if _, ok := wire.Prefix(line[:len(line)-1], nil); !ok {
 				t.Fatalf("own line missed the fast path: %s", line)
 			}
 			if got.Seq != 41 || got.Type != p.EventType() || !got.Time.Equal(tm.Truncate(time.Millisecond)) || got.Ignorable != ign || string(got.Data) != string(ev.Data) {
