@@ -59,9 +59,6 @@ const (
 	callAnswered
 )
 
-// span is a half-open seq range [start, end); end is -1 while open.
-type span struct{ start, end int64 }
-
 // Checker is the incremental session-invariant checker (SPEC §3). The zero
 // value is the state of an empty log. It is not safe for concurrent use.
 //
@@ -97,8 +94,7 @@ type Checker struct {
 	ownResults  map[int64][]int64 // assistant/message seq → its tool/result seqs
 
 	// Spans for ForkPoint: every turn and every between-turn compaction.
-	turns []span
-	comps []span
+	spans Spans
 }
 
 type vlist struct {
@@ -495,6 +491,7 @@ func (c *Checker) checkReplace(l *vlist, seq int64, r *Replaces) {
 // a rule it does the most plausible thing, so Check can go on.
 func (c *Checker) apply(ev Event, p Payload) {
 	c.next = ev.Seq + 1
+	c.spans.Events = c.next
 	if ev.Time.After(c.last) {
 		c.last = ev.Time
 	}
@@ -504,12 +501,12 @@ func (c *Checker) apply(ev Event, p Payload) {
 		c.turn, c.turnOpen = d.Turn, true
 		c.closeStep()
 		c.step = 0
-		c.turns = append(c.turns, span{ev.Seq, -1})
+		c.spans.Turns = append(c.spans.Turns, ev.Seq, -1)
 	case *TurnEnd:
 		c.closeStep()
 		c.turnOpen = false
-		if n := len(c.turns); n > 0 && c.turns[n-1].end < 0 {
-			c.turns[n-1].end = ev.Seq
+		if n := len(c.spans.Turns); n > 0 && c.spans.Turns[n-1] < 0 {
+			c.spans.Turns[n-1] = ev.Seq
 		}
 		if c.compOpen && c.compInTurn {
 			c.compOpen = false
@@ -563,12 +560,12 @@ func (c *Checker) apply(ev Event, p Payload) {
 	case *CompactionStart:
 		c.compOpen, c.compID, c.compInTurn, c.compStart = true, d.ID, c.turnOpen, ev.Seq
 		if !c.turnOpen {
-			c.comps = append(c.comps, span{ev.Seq, -1})
+			c.spans.Comps = append(c.spans.Comps, ev.Seq, -1)
 		}
 	case *CompactionEnd:
 		if c.compOpen && !c.compInTurn {
-			if n := len(c.comps); n > 0 && c.comps[n-1].end < 0 {
-				c.comps[n-1].end = ev.Seq
+			if n := len(c.spans.Comps); n > 0 && c.spans.Comps[n-1] < 0 {
+				c.spans.Comps[n-1] = ev.Seq
 			}
 		}
 		c.compOpen = false

@@ -103,15 +103,9 @@ func readStepEnd(d *wire.Dec) Payload {
 
 func readUserMessage(d *wire.Dec) Payload {
 	var v UserMessage
-	d.Fields(wire.F("id", &v.ID), content(d, &v.Content), source(d, &v.Source), wire.F("replaces", func() {
-		if d.Null() {
-			v.Replaces = nil
-			return
-		}
-		r := new(Replaces)
+	d.Fields(wire.F("id", &v.ID), content(d, &v.Content), source(d, &v.Source), wire.F("replaces", optional(d, &v.Replaces, func(r *Replaces) {
 		d.Fields(wire.F("start", &r.Start), wire.F("end", &r.End), wire.F("seqs", &r.Seqs))
-		v.Replaces = r
-	}))
+	})))
 	return &v
 }
 
@@ -142,16 +136,13 @@ func readAssistantChunk(d *wire.Dec) Payload {
 	var v AssistantChunk
 	d.Fields(wire.F("turn", &v.Turn), wire.F("step", &v.Step), wire.F("delta", func() {
 		x := &v.Delta
-		d.Fields(wire.F("text", &x.Text), wire.F("reasoning", &x.Reasoning), wire.F("signature", &x.Signature), wire.F("toolCall", func() {
-			if d.Null() {
-				x.ToolCall = nil
-				return
-			}
-			tc := new(llm.ToolCallDelta)
-			d.Fields(wire.F("index", &tc.Index), wire.F("id", &tc.ID), wire.F("name", &tc.Name), wire.F("arguments", &tc.Arguments))
-			x.ToolCall = tc
-		}))
-	}))
+		d.Fields(wire.F("text", &x.Text), wire.F("reasoning", &x.Reasoning), wire.F("signature", &x.Signature),
+			wire.F("toolCall", optional(d, &x.ToolCall, func(tc *llm.ToolCallDelta) {
+				d.Fields(wire.F("index", &tc.Index), wire.F("id", &tc.ID), wire.F("name", &tc.Name), wire.F("arguments", &tc.Arguments))
+			})))
+	}), wire.F("lost", optional(d, &v.Lost, func(l *Lost) {
+		d.Fields(wire.F("line", &l.Line), wire.F("error", &l.Error))
+	})))
 	return &v
 }
 
@@ -257,6 +248,19 @@ func content(d *wire.Dec, ps *[]llm.Part) wire.Field {
 // source is the field "source".
 func source(d *wire.Dec, s *Source) wire.Field {
 	return wire.F("source", func() { d.Fields(wire.F("kind", &s.Kind), wire.F("name", &s.Name)) })
+}
+
+// optional reads an object into a new T with fields (null: nil).
+func optional[T any](d *wire.Dec, p **T, fields func(v *T)) func() {
+	return func() {
+		if d.Null() {
+			*p = nil
+			return
+		}
+		v := new(T)
+		fields(v)
+		*p = v
+	}
 }
 
 // intPtr reads an optional integer into *p (null: nil).

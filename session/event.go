@@ -273,11 +273,22 @@ const (
 	BreakEdited     = "edited"
 )
 
-// AssistantChunk is one streamed increment of the step's response.
+// AssistantChunk is one streamed increment of the step's response. A
+// chunk with Lost set is a tombstone (see Salvage): its line was damaged,
+// its content is in the step's assistant/message, and its delta is empty.
 type AssistantChunk struct {
 	Turn  int       `json:"turn"`
 	Step  int       `json:"step"`
 	Delta llm.Delta `json:"delta"`
+	Lost  *Lost     `json:"lost,omitempty"`
+}
+
+// Lost says why a tombstone stands where an event was: the line of the
+// damaged file it replaces (1-based, the header being line 1; 0 when no
+// line held the event) and what was wrong with it.
+type Lost struct {
+	Line  int    `json:"line"`
+	Error string `json:"error"`
 }
 
 // AssistantMessage is the step's complete (or interrupted) response.

@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -55,6 +56,48 @@ func checkFork(t *testing.T, l *Log, at int64, want error) {
 	default:
 		if !errors.Is(err, want) {
 			t.Errorf("ForkPoint(%d) = %v, want %v", at, err, want)
+		}
+	}
+}
+
+// TestForkAtInjectInsideCompaction: the rule for an out-of-turn
+// user/message that an idle inject placed inside a between-turn
+// compaction. It is not a stable point: the compaction has not ended
+// there, and a child cut at it would hold a compaction/start without the
+// summary and end that settle it. The refusal names the stable points on
+// either side, the second being the compaction/end.
+func TestForkAtInjectInsideCompaction(t *testing.T) {
+	// 0..5 turn 1, 6 c:A, 7 compaction/start, 8 c:B (the inject), 9
+	// summary, 10 compaction/end.
+	l := newLog(t, append(turns(1), ctx("A", "a"), cstart(nil, "c1"), ctx("B", "lands during"), summary("S", 6), cend(nil, "c1"))...)
+	err := ForkPoint(l, 8)
+	if !errors.Is(err, ErrOpenTurn) || !strings.Contains(err.Error(), "seq 6 and seq 10") {
+		t.Fatalf("ForkPoint at the inject = %v, want a refusal naming seq 6 and seq 10", err)
+	}
+	if got := StablePoint(l, 8); got != 6 {
+		t.Errorf("StablePoint(8) = %d, want 6", got)
+	}
+	if err := ForkPoint(l, 10); err != nil {
+		t.Errorf("ForkPoint at the compaction/end: %v", err)
+	}
+	// While the compaction is still open, only the point before it.
+	open := newLog(t, append(turns(1), ctx("A", "a"), cstart(nil, "c1"), ctx("B", "lands during"))...)
+	err = ForkPoint(open, 8)
+	if !errors.Is(err, ErrOpenTurn) || !strings.Contains(err.Error(), "has not ended; the last stable point is seq 6") {
+		t.Errorf("ForkPoint in an open compaction = %v", err)
+	}
+}
+
+func TestStablePoint(t *testing.T) {
+	// 0..5 turn 1, 6 c:A, 7 compaction/start, 8 c:B, 9 summary, 10 end,
+	// 11 turn/start 2 (open), 12 u.
+	l := newLog(t, append(turns(1), ctx("A", "a"), cstart(nil, "c1"), ctx("B", "b"), summary("S", 6), cend(nil, "c1"), ts(2), um("u", "p"))...)
+	for at, want := range map[int64]int64{-1: -1, 0: -1, 4: -1, 5: 5, 6: 6, 7: 6, 9: 6, 10: 10, 11: 10, 12: 10, 99: 10} {
+		if got := StablePoint(l, at); got != want {
+			t.Errorf("StablePoint(%d) = %d, want %d", at, got, want)
+		}
+		if got := StablePoint(l, at); ForkPoint(l, got) != nil {
+			t.Errorf("StablePoint(%d) = %d is not a fork point", at, got)
 		}
 	}
 }

@@ -328,10 +328,18 @@ func TestPropertyRandomLogs(t *testing.T) {
 		if _, open := g.l.Turn(); open {
 			rt.Fatal("turn open after repair")
 		}
-		// A fork is allowed exactly at the stable points.
+		// A fork is allowed exactly at the stable points, and
+		// StablePoint finds the last one at or before any seq.
+		last := int64(-1)
 		for at := int64(-1); at < g.l.Len(); at++ {
 			if err := ForkPoint(g.l, at); (err == nil) != g.stableAt(at) {
 				rt.Fatalf("ForkPoint(%d) = %v", at, err)
+			}
+			if g.stableAt(at) {
+				last = at
+			}
+			if got := StablePoint(g.l, at); got != last {
+				rt.Fatalf("StablePoint(%d) = %d, want %d", at, got, last)
 			}
 		}
 		// (c) slices handed out earlier never changed.

@@ -19,10 +19,12 @@ const (
 //
 // When the final turn is open it appends, in order: an interrupted
 // assistant/message with the text and reasoning received so far, when the
-// open step has chunks but no assistant/message; a tool/result for every
-// unanswered call of the step's assistant/message (code outcome-unknown
-// when a tool/call was recorded, not-run when the call never started; no
-// tool/call is written); compaction/end{error: interrupted} for an open
+// open step has chunks but no assistant/message; for every unanswered call
+// of the step's assistant/message, in its order, a tool/result with code
+// outcome-unknown when a tool/call was recorded, or, for a call that never
+// started, a tool/call (the model's arguments, as the agent writes for a
+// call a cancel settles) and a tool/result with code not-run;
+// compaction/end{error: interrupted} for an open
 // compaction and step/end for an open step (innermost first); and
 // turn/end{interrupted}. Events after the last turn/end are committed
 // history and stay as they are; only a between-turn compaction left open
@@ -68,7 +70,13 @@ func Repair(l *Log) ([]Event, error) {
 				if !ok || f&callAnswered != 0 {
 					continue
 				}
-				if err := add(syntheticResult(turn, c.step, tc, f&callStarted != 0)); err != nil {
+				started := f&callStarted != 0
+				if !started {
+					if err := add(&ToolCall{Turn: turn, Step: c.step, CallID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}); err != nil {
+						return added, err
+					}
+				}
+				if err := add(syntheticResult(turn, c.step, tc, started)); err != nil {
 					return added, err
 				}
 			}

@@ -46,10 +46,10 @@ func TestRepairCrashInTurnAfterOutOfTurnContext(t *testing.T) {
 	l := newLog(t, ps...)
 	aSeq := int64(len(turns(3)))
 	added := repaired(t, l)
-	if got, want := typesOf(added), []Type{TypeToolResult, TypeToolResult, TypeStepEnd, TypeTurnEnd}; !slices.Equal(got, want) {
+	if got, want := typesOf(added), []Type{TypeToolResult, TypeToolCall, TypeToolResult, TypeStepEnd, TypeTurnEnd}; !slices.Equal(got, want) {
 		t.Fatalf("added %v, want %v", got, want)
 	}
-	r1, r2 := added[0].MustDecode().(*ToolResult), added[1].MustDecode().(*ToolResult)
+	r1, r2 := added[0].MustDecode().(*ToolResult), added[2].MustDecode().(*ToolResult)
 	if r1.CallID != "k1" || r1.Code != CodeOutcomeUnknown || !r1.IsError || r1.Turn != 4 || r1.Step != 1 {
 		t.Errorf("k1 result %+v", r1)
 	}
@@ -59,17 +59,17 @@ func TestRepairCrashInTurnAfterOutOfTurnContext(t *testing.T) {
 	if llm.PlainText(r1.Content) == "" || llm.PlainText(r2.Content) == "" || llm.PlainText(r1.Content) == llm.PlainText(r2.Content) {
 		t.Errorf("result texts %q, %q", llm.PlainText(r1.Content), llm.PlainText(r2.Content))
 	}
-	if e := added[3].MustDecode().(*TurnEnd); e.Turn != 4 || e.Reason.Kind != ReasonInterrupted {
+	if e := added[4].MustDecode().(*TurnEnd); e.Turn != 4 || e.Reason.Kind != ReasonInterrupted {
 		t.Errorf("turn/end %+v", e)
 	}
-	if s := added[2].MustDecode().(*StepEnd); s.Turn != 4 || s.Step != 1 {
+	if s := added[3].MustDecode().(*StepEnd); s.Turn != 4 || s.Step != 1 {
 		t.Errorf("step/end %+v", s)
 	}
-	// No tool/call is written for the not-run call.
-	for _, ev := range l.Events(0) {
-		if ev.Type == TypeToolCall && ev.MustDecode().(*ToolCall).CallID == "k2" {
-			t.Fatal("tool/call written for k2")
-		}
+	// The not-run call gets a tool/call with the model's arguments before
+	// its result, as the agent writes for a call a cancel settles.
+	want := am(4, 1, "", "k1", "k2").ToolCalls[1]
+	if c := added[1].MustDecode().(*ToolCall); c.CallID != "k2" || c.Turn != 4 || c.Step != 1 || c.Name != want.Name || c.Arguments != want.Arguments {
+		t.Errorf("k2 tool/call %+v, want the call %+v", c, want)
 	}
 	if a := l.Event(aSeq).MustDecode().(*UserMessage); a.ID != "A" {
 		t.Fatalf("c:A changed: %+v", a)

@@ -151,32 +151,17 @@ func (x *index) lastMark() int64 {
 	return x.Hdr
 }
 
+// spans are the indexed events' spans, for session's fork rule.
+func (x *index) spans() session.Spans {
+	return session.Spans{Turns: x.Turns, Comps: x.Comps, Events: x.Events}
+}
+
 // forkPoint is session.ForkPoint on the indexed events.
 func (x *index) forkPoint(at int64) error {
 	if at < -1 || at >= x.Events {
 		return fmt.Errorf("%w: fork seq %d out of range -1..%d", errBeyond, at, x.Events-1)
 	}
-	if at == -1 {
-		return nil
-	}
-	if start, ok := within(x.Turns, at); ok {
-		return fmt.Errorf("%w: fork seq %d is inside the turn that starts at seq %d", session.ErrOpenTurn, at, start)
-	}
-	if start, ok := within(x.Comps, at); ok {
-		return fmt.Errorf("%w: fork seq %d is inside the compaction that starts at seq %d", session.ErrOpenTurn, at, start)
-	}
-	return nil
-}
-
-// within finds the span of spans (flat pairs sorted by start) with
-// start <= at < end (end -1: open) and returns its start.
-func within(spans []int64, at int64) (int64, bool) {
-	i := startsUpTo(spans, at) - 1
-	if i < 0 {
-		return 0, false
-	}
-	start, end := spans[2*i], spans[2*i+1]
-	return start, end < 0 || at < end
+	return x.spans().ForkPoint(at)
 }
 
 // startsUpTo is the number of spans (flat pairs) that start at or before at.

@@ -25,15 +25,20 @@ func F(name string, to any) Field { return Field{name: name, to: to} }
 // *json.RawMessage any value; to is left untouched.
 func Lazy(name string, to any) Field { return Field{name: name, to: to, lazy: true} }
 
-// Fields decodes an object whose keys are among fs, each into its target.
-// A key that is not among them fails: encoding/json would ignore it, or
-// match it case-insensitively, and it decides those. Like encoding/json, a
-// repeated key's last value wins and null leaves the object's targets
-// untouched.
+// Fields decodes an object whose keys are among fs (at most 64), each
+// into its target; null leaves the targets untouched. A key that is not
+// among them, or one that comes twice, fails: encoding/json would ignore
+// the first, match it case-insensitively, or merge a repeated object or
+// array into the earlier one, and it decides those.
 func (d *Dec) Fields(fs ...Field) {
+	var seen uint64
 	d.Object(func(k []byte) {
 		for i := range fs {
 			if fs[i].name == string(k) {
+				if seen&(1<<i) != 0 {
+					break
+				}
+				seen |= 1 << i
 				fs[i].decode(d)
 				return
 			}

@@ -249,3 +249,37 @@ func ParseTime(b []byte) (time.Time, bool) {
 	}
 	return t, true
 }
+
+// Head is what ReadHead reads of a line's fixed prefix.
+type Head struct {
+	Seq       int64
+	Type      []byte
+	Ignorable bool
+}
+
+// ReadHead reads the fixed prefix of an event line in rein's field order,
+// `{"seq":N,"type":"T","time":"…"` and whether `,"ignorable":true`
+// follows, without looking at the rest: what can still be told of a
+// damaged line.
+func ReadHead(line []byte) (Head, bool) {
+	const p1, p2, p3 = `{"seq":`, `,"type":"`, `","time":"`
+	if !hasAt(line, 0, p1) {
+		return Head{}, false
+	}
+	i, seq, ok := uintAt(line, len(p1), 18)
+	if !ok || !hasAt(line, i, p2) {
+		return Head{}, false
+	}
+	i += len(p2)
+	ts := i
+	for i < len(line) && line[i] != '"' && line[i] != '\\' && line[i] >= 0x20 && line[i] < 0x80 {
+		i++
+	}
+	if i == ts || !hasAt(line, i, p3) {
+		return Head{}, false
+	}
+	h := Head{Seq: seq, Type: line[ts:i]}
+	i += len(p3) + len(TimeLayout) + 1
+	h.Ignorable = hasAt(line, i, `,"ignorable":true`)
+	return h, true
+}
