@@ -70,11 +70,14 @@ func TestSalvageTombstones(t *testing.T) {
 	}
 	c := int(chunks[1]) // a chunk of turn 2, cited by its message
 	for name, damage := range map[string]func(ls []string) []string{
-		"not JSON":       func(ls []string) []string { ls[c] = ls[c][:40] + "\n"; return ls },
-		"not UTF-8":      func(ls []string) []string { ls[c] = strings.Replace(ls[c], "w1", "w\xff", 1); return ls },
-		"wrong turn":     func(ls []string) []string { ls[c] = strings.Replace(ls[c], `"turn":2`, `"turn":1`, 1); return ls },
-		"wrong step":     func(ls []string) []string { ls[c] = strings.Replace(ls[c], `"step":1`, `"step":2`, 1); return ls },
-		"garbled seq":    func(ls []string) []string { ls[c] = strings.Replace(ls[c], fmt.Sprintf(`"seq":%d`, c), `"seq":9999`, 1); return ls },
+		"not JSON":   func(ls []string) []string { ls[c] = ls[c][:40] + "\n"; return ls },
+		"not UTF-8":  func(ls []string) []string { ls[c] = strings.Replace(ls[c], "w1", "w\xff", 1); return ls },
+		"wrong turn": func(ls []string) []string { ls[c] = strings.Replace(ls[c], `"turn":2`, `"turn":1`, 1); return ls },
+		"wrong step": func(ls []string) []string { ls[c] = strings.Replace(ls[c], `"step":1`, `"step":2`, 1); return ls },
+		"garbled seq": func(ls []string) []string {
+			ls[c] = strings.Replace(ls[c], fmt.Sprintf(`"seq":%d`, c), `"seq":9999`, 1)
+			return ls
+		},
 		"line deleted":   func(ls []string) []string { return append(ls[:c:c], ls[c+1:]...) },
 		"lines merged":   func(ls []string) []string { ls[c] = strings.TrimSuffix(ls[c], "\n"); return ls },
 		"two damaged":    func(ls []string) []string { ls[c], ls[c+2] = "garbage\n", "{}\n"; return ls },
