@@ -93,7 +93,8 @@ type Checker struct {
 	resultOwner map[int64]int64   // tool/result seq → its assistant/message seq
 	ownResults  map[int64][]int64 // assistant/message seq → its tool/result seqs
 
-	// Spans for ForkPoint: every turn and every between-turn compaction.
+	// Spans for ForkPoint: every turn and every between-turn compaction
+	// (Events unset: the log knows it).
 	spans Spans
 }
 
@@ -491,7 +492,6 @@ func (c *Checker) checkReplace(l *vlist, seq int64, r *Replaces) {
 // a rule it does the most plausible thing, so Check can go on.
 func (c *Checker) apply(ev Event, p Payload) {
 	c.next = ev.Seq + 1
-	c.spans.Events = c.next
 	if ev.Time.After(c.last) {
 		c.last = ev.Time
 	}

@@ -16,11 +16,17 @@ type Spans struct {
 
 // ForkPoint reports whether a fork may take events 0..at (inclusive) of l;
 // see Spans.ForkPoint.
-func ForkPoint(l *Log, at int64) error { return l.checker.spans.ForkPoint(at) }
+func ForkPoint(l *Log, at int64) error { return l.spans().ForkPoint(at) }
 
 // StablePoint returns the last seq at or before at where l may be forked;
 // see Spans.StablePoint.
-func StablePoint(l *Log, at int64) int64 { return l.checker.spans.StablePoint(at) }
+func StablePoint(l *Log, at int64) int64 { return l.spans().StablePoint(at) }
+
+func (l *Log) spans() Spans {
+	s := l.checker.spans
+	s.Events = l.Len()
+	return s
+}
 
 // ForkPoint reports whether a fork may take events 0..at (inclusive). It
 // returns nil for at == -1 (an empty child), on a turn/end and on any

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Version is the session file format version this package reads and writes.
@@ -60,6 +61,9 @@ func (h Header) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a header line's object.
 func (h *Header) UnmarshalJSON(b []byte) error {
+	if !utf8.Valid(b) {
+		return fmt.Errorf("%w: header: not valid UTF-8", ErrCorrupt)
+	}
 	var w wireHeader
 	if err := json.Unmarshal(b, &w); err != nil {
 		return fmt.Errorf("%w: header: %v", ErrCorrupt, err)

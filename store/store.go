@@ -14,6 +14,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strconv"
 	"time"
@@ -29,19 +30,43 @@ var (
 	// ErrExists: Create with an id that is taken.
 	ErrExists = errors.New("store: session already exists")
 	// ErrLocked: another writer (maybe another process) holds the session.
+	// Backends return a *LockedError, which says who when they know.
 	ErrLocked = errors.New("store: session is locked by another writer")
 	// ErrClosed: the writer or store was closed.
 	ErrClosed = errors.New("store: closed")
 	// ErrSeq: an appended batch does not continue the stored seqs.
 	ErrSeq = errors.New("store: seq gap")
 	// ErrUnreadable: the store's directory or a session cannot be read.
+	// The error says what and why.
 	ErrUnreadable = errors.New("store: unreadable")
 	// ErrLeaseLost: the writer's hold on its session was a lease (a store
 	// shared by several machines) and it ran out or was taken over by
 	// another writer. Nothing more can be written through that writer;
 	// Open the session again to continue it.
 	ErrLeaseLost = errors.New("store: session lease lost")
+	// ErrUnwritable: the store cannot write what it must (a read-only
+	// directory or file system, no permission, a full disk). The error
+	// says what and why.
+	ErrUnwritable = errors.New("store: cannot write")
 )
+
+// LockedError is ErrLocked with who holds the lock.
+type LockedError struct {
+	ID string
+	// PID is the process that holds the session's writer, when the
+	// backend knows it (0 when not; this process's pid when the other
+	// writer is in this process).
+	PID int
+}
+
+func (e *LockedError) Error() string {
+	if e.PID > 0 {
+		return fmt.Sprintf("%v: %s (pid %d)", ErrLocked, e.ID, e.PID)
+	}
+	return fmt.Sprintf("%v: %s", ErrLocked, e.ID)
+}
+
+func (e *LockedError) Unwrap() error { return ErrLocked }
 
 // Store is a session backend. Implementations are safe for concurrent use.
 type Store interface {
@@ -56,12 +81,16 @@ type Store interface {
 	// load error (see Load).
 	Open(ctx context.Context, id string) (Writer, *Loaded, error)
 
-	// Load reads session id without locking and without writing. The result
-	// is repaired in memory (SPEC §4): a torn final line is dropped and an
-	// open final turn is closed with synthetic events, listed in
-	// Loaded.Repair. Corruption followed by valid lines fails with an error
-	// wrapping session.ErrCorrupt that names the file and line, unless
-	// opts.Salvage is set, in which case bad lines are skipped and reported.
+	// Load reads session id without locking and without writing, every
+	// line validated in full. The result is repaired in memory: a torn
+	// final line is dropped (Loaded.TornBytes) and an open final turn is
+	// closed with synthetic events, listed in Loaded.Repair, unless a
+	// writer holds the session (Loaded.Locked: the turn is running, not
+	// interrupted). Any other line that does not parse or does not fit the
+	// log fails the load with a *LineError (wrapping session.ErrCorrupt,
+	// ErrSeq, ...) that names the file and line, unless opts.Salvage is
+	// set: then the log keeps what session.(*Log).Salvage can prove, and
+	// Loaded.Dropped says what was replaced or dropped and why.
 	Load(ctx context.Context, id string, opts LoadOptions) (*Loaded, error)
 
 	// List returns every session's summary, newest update first. Its cost
@@ -70,13 +99,16 @@ type Store interface {
 
 	// Fork creates a child of session id holding its events up to and
 	// including seq at (at = -1 for an empty child, which still records its
-	// parent). It is refused with session.ErrOpenTurn when at lies inside
-	// an open turn. The child's header names parent and fork seq; h supplies
-	// the child's id, cwd and creation time.
+	// parent). It is refused with session.ErrOpenTurn when at is not a
+	// stable point (session.ForkPoint), and with a load error when a line
+	// it would copy does not validate: a child never holds what its parent
+	// could not load. The child's header names parent and fork seq; h
+	// supplies the child's id, cwd and creation time.
 	Fork(ctx context.Context, id string, at int64, h session.Header) (session.Header, error)
 
-	// Delete removes session id. It returns ErrLocked while a writer holds
-	// it.
+	// Delete removes session id and everything the store keeps for it
+	// (its scratch directory included, see ScratchStore). It returns
+	// ErrLocked while a writer holds it.
 	Delete(ctx context.Context, id string) error
 }
 
@@ -158,8 +190,8 @@ type Hit struct {
 
 // LoadOptions tune Load.
 type LoadOptions struct {
-	// Salvage skips corrupt lines instead of failing, reporting them in
-	// Loaded.Dropped.
+	// Salvage keeps what it can of a damaged log instead of failing (see
+	// session.(*Log).Salvage), reporting the rest in Loaded.Dropped.
 	Salvage bool
 }
 
@@ -171,16 +203,47 @@ type Loaded struct {
 	// part of Log).
 	Repair []session.Event
 	// TornBytes is the size of a torn final line that was dropped (0 when
-	// there was none).
+	// there was none): one without '\n', a write a crash cut short.
 	TornBytes int
-	// Dropped lists lines skipped under Salvage.
+	// TornZeros is set when the torn line ended in '\n' but held zero
+	// bytes: a page of the last write that a crash lost. Unlike a line
+	// cut short, that is worth telling the user.
+	TornZeros bool
+	// Dropped lists what a salvaging load did not keep as it was.
 	Dropped []Dropped
+	// Locked is set when another writer held the session while it was
+	// read: the log is as far as it was written, and not repaired.
+	Locked *LockedError
 }
 
-// Dropped is a line skipped by a salvaging load.
+// Dropped is a stretch of damaged lines a salvaging load did not keep as
+// it was.
 type Dropped struct {
+	// Line is the first line (1-based, the header being line 1).
 	Line int
-	Err  error
+	// Lines is how many lines: with Tombstones 0 the damaged line and
+	// every line after it, all dropped (the log was cut there).
+	Lines int
+	// Seq is the seq of the first event lost; Tombstones how many
+	// tombstones stand, from Seq on, for events whose lines were damaged
+	// but whose loss changes nothing (see session.(*Log).Salvage).
+	Seq        int64
+	Tombstones int
+	Err        error
+}
+
+func (d Dropped) String() string {
+	return session.Loss{Line: d.Line, Lines: d.Lines, Seq: d.Seq, Tombstones: d.Tombstones, Err: d.Err}.String()
+}
+
+// ScratchStore is a Store that gives each session a scratch directory for
+// files that belong to the session but not to its log (a tool's spilled
+// output). Delete removes it with the session.
+type ScratchStore interface {
+	Store
+	// ScratchDir returns session id's scratch directory. It need not
+	// exist yet; whoever writes there creates it.
+	ScratchDir(id string) string
 }
 
 // Info summarises a session for listings.

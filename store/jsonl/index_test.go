@@ -273,44 +273,59 @@ func TestForkIndex(t *testing.T) {
 	}
 }
 
-// TestForkReadsNoData: with a current sidecar, Fork reads neither the
-// events before the fork point (beyond the few after the last mark) nor
-// the ones after it: damage to their data does not stop it, whereas
-// without the sidecar the prefix scan stops at a damaged envelope.
-func TestForkReadsNoData(t *testing.T) {
+// TestForkValidatesWhatItCopies: Fork validates every line it copies, as
+// a load of the parent would, with or without the sidecar: damage before
+// the fork point refuses the fork (naming the line) and leaves no child;
+// damage after it is neither copied nor read.
+func TestForkValidatesWhatItCopies(t *testing.T) {
 	s := newStore(t)
 	evs, _ := richSession(t, s, "p")
-	b, _ := os.ReadFile(s.Path("p"))
-	ends := lineEnds(b)
-	// Break the envelope (the seq) of line 3 and of the last line.
-	for _, ln := range []int{3, len(ends) - 1} {
-		copy(b[ends[ln-1]:], `{"seq":x`)
-	}
-	os.WriteFile(s.Path("p"), b, 0o600)
+	clean, _ := os.ReadFile(s.Path("p"))
+	ends := lineEnds(clean)
 	at := int64(-1)
 	for _, ev := range evs {
 		if ev.Type == session.TypeTurnEnd && ev.Seq < int64(len(evs))-2 {
 			at = ev.Seq
 		}
 	}
+	for _, side := range []bool{true, false} {
+		for name, damage := range map[string]func(b []byte){
+			"envelope": func(b []byte) { copy(b[ends[2]:], `{"seq":x`) },
+			"data":     func(b []byte) { i := bytes.Index(b[ends[2]:], []byte(`"data":{`)); b[int(ends[2])+i+8] = '!' },
+			"utf8":     func(b []byte) { i := bytes.Index(b[ends[2]:], []byte(`"type":"`)); b[int(ends[2])+i+9] = 0xff },
+		} {
+			b := bytes.Clone(clean)
+			damage(b)
+			os.WriteFile(s.Path("p"), b, 0o600)
+			if !side {
+				os.Remove(s.idxPath("p"))
+			}
+			_, err := s.Fork(bg, "p", at, session.Header{ID: "d"})
+			var lerr *store.LineError
+			if !errors.As(err, &lerr) || lerr.Line != 4 {
+				t.Errorf("%s (sidecar %v): Fork past a damaged line: %v", name, side, err)
+			}
+			noChild(t, s, "d")
+		}
+	}
+	// Damage after the fork point.
+	b := bytes.Clone(clean)
+	copy(b[ends[len(ends)-2]:], `{"seq":x`)
+	os.WriteFile(s.Path("p"), b, 0o600)
 	if _, err := s.Fork(bg, "p", at, session.Header{ID: "c"}); err != nil {
-		t.Fatalf("Fork with a sidecar read damaged lines: %v", err)
+		t.Errorf("Fork before a damaged line: %v", err)
 	}
-	os.Remove(s.idxPath("p"))
-	_, err := s.Fork(bg, "p", at, session.Header{ID: "d"})
-	var lerr *store.LineError
-	if !errors.As(err, &lerr) || lerr.Line != 4 {
-		t.Errorf("Fork without a sidecar past a damaged line: %v", err)
-	}
-	noChild(t, s, "d")
 }
 
 // TestForkTornTail: a parent ending in a torn line (without '\n', or a
-// complete final line that does not parse) forks up to its last good
-// event; the torn bytes are never copied and a fork at the torn seq is
-// refused.
+// final line of zeros a crash left) forks up to its last good event; the
+// torn bytes are never copied and a fork at the torn seq is refused. A
+// complete final line that does not parse and is no torn write does not
+// stop a fork before it, but Open refuses the parent.
 func TestForkTornTail(t *testing.T) {
-	for _, torn := range []string{`{"seq":%d,"type":"turn/start","ti`, `{"seq":%d,"type":"turn/start","time":"x","data":{}}` + "\n"} {
+	for _, torn := range []string{`{"seq":%d,"type":"turn/start","ti`, "{\"seq\":%d,\"type\":\"turn/start\",\"time\":\"\x00\x00\x00\x00\",\"data\":{}}\n",
+		`{"seq":%d,"type":"turn/start","time":"x","data":{}}` + "\n"} {
+		damaged := strings.HasSuffix(torn, "}}\n") && !strings.Contains(torn, "\x00")
 		for _, side := range []bool{true, false} {
 			s := newStore(t)
 			evs, _ := richSession(t, s, "p")
@@ -336,8 +351,15 @@ func TestForkTornTail(t *testing.T) {
 			if err != nil || ld.Log.Len() != last+1 || ld.TornBytes != 0 {
 				t.Errorf("child: %v, torn %d", err, ld.TornBytes)
 			}
-			// Open truncates the tail; the writer's index still matches.
 			w, _, err := s.Open(bg, "p")
+			if damaged {
+				var lerr *store.LineError
+				if !errors.As(err, &lerr) || !errors.Is(err, session.ErrCorrupt) || lerr.Line != int(last)+3 {
+					t.Errorf("Open of a parent whose final line is damaged: %v", err)
+				}
+				continue
+			}
+			// Open truncates the tail; the writer's index still matches.
 			if err != nil {
 				t.Fatal(err)
 			}

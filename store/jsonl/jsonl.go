@@ -47,7 +47,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/reinhq/rein/session"
@@ -81,7 +83,7 @@ type Store struct {
 	metaEvery time.Duration
 }
 
-var _ store.Store = (*Store)(nil)
+var _ store.ScratchStore = (*Store)(nil)
 
 // Open opens (creating as needed) the store at root. An unreadable or
 // uncreatable directory is an error wrapping store.ErrUnreadable.
@@ -137,23 +139,31 @@ func (s *Store) metaPath(id string) string { return filepath.Join(s.dir, id+".me
 
 func (s *Store) idxPath(id string) string { return filepath.Join(s.dir, id+".idx") }
 
+// ScratchDir implements store.ScratchStore: <root>/sessions/<id>.scratch,
+// removed by Delete. Listing and Open ignore it.
+func (s *Store) ScratchDir(id string) string { return filepath.Join(s.dir, id+".scratch") }
+
 // lockPath is the session's lock file. Writers lock it, not the session
 // file: another program may replace <id>.jsonl (an editor's rename, a
 // restore), and a lock on the old file would then keep no one out. The
 // lock file is never rewritten; Delete removes it while holding it.
 func (s *Store) lockPath(id string) string { return filepath.Join(s.dir, "."+id+".lock") }
 
-// lockSession takes session id's writer lock: store.ErrLocked when another
-// writer (in any process) holds it. The caller closes the returned file to
-// release it.
+// lockSession takes session id's writer lock: a *store.LockedError when
+// another writer (in any process) holds it. The lock file then holds the
+// pid of the process that has it, for that error. The caller closes the
+// returned file to release it.
 func (s *Store) lockSession(id string) (*os.File, error) {
 	for range 3 {
 		f, err := os.OpenFile(s.lockPath(id), os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
-			return nil, fmt.Errorf("%w: lock %s: %v", store.ErrUnreadable, id, err)
+			return nil, s.writeError("lock session "+id+" for writing", err)
 		}
-		if err := lockFile(f); err != nil {
+		if err := lockRetry(f); err != nil {
 			f.Close()
+			if errors.Is(err, store.ErrLocked) {
+				return nil, &store.LockedError{ID: id, PID: lockHolder(s.lockPath(id))}
+			}
 			return nil, fmt.Errorf("%w: %s", err, id)
 		}
 		// A Delete may have removed the lock file between our open and
@@ -161,11 +171,65 @@ func (s *Store) lockSession(id string) (*os.File, error) {
 		fi, ferr := f.Stat()
 		pfi, perr := os.Stat(s.lockPath(id))
 		if ferr == nil && perr == nil && os.SameFile(fi, pfi) {
+			if f.Truncate(0) == nil {
+				_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+			}
 			return f, nil
 		}
 		f.Close()
 	}
 	return nil, fmt.Errorf("%w: %s: its lock file keeps changing", store.ErrLocked, id)
+}
+
+// lockRetry is lockFile, tried a few times over a few milliseconds: a
+// reader checking whether the session is held (Load) holds a shared lock
+// for an instant.
+func lockRetry(f *os.File) error {
+	err := lockFile(f)
+	for i := 0; i < 5 && errors.Is(err, store.ErrLocked); i++ {
+		time.Sleep(time.Millisecond)
+		err = lockFile(f)
+	}
+	return err
+}
+
+// lockHolder returns the pid a writer wrote into the lock file at path,
+// or 0.
+func lockHolder(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	return pid
+}
+
+// holder returns who holds session id's writer lock, or nil when nobody
+// does.
+func (s *Store) holder(id string) *store.LockedError {
+	if !held(s.lockPath(id)) {
+		return nil
+	}
+	return &store.LockedError{ID: id, PID: lockHolder(s.lockPath(id))}
+}
+
+// writeError describes a failure to write what the store must: what it was
+// doing, in which directory, and the system's reason, without the name of
+// a temporary file (which is gone by the time anyone reads the error).
+// Permission and read-only errors wrap store.ErrUnwritable.
+func (s *Store) writeError(what string, err error) error {
+	cause := err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		cause = pe.Err
+	}
+	if errors.Is(cause, fs.ErrPermission) || errors.Is(cause, syscall.EROFS) || errors.Is(cause, syscall.ENOSPC) || errors.Is(cause, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %s: %s: %v", store.ErrUnwritable, what, s.dir, cause)
+	}
+	return fmt.Errorf("jsonl: %s in %s: %v", what, s.dir, cause)
 }
 
 func checkID(id string) error {
@@ -198,7 +262,7 @@ func headerLine(h session.Header) ([]byte, error) {
 func (s *Store) publish(id string, parts [][]byte, keep bool) (*os.File, error) {
 	tmp, err := os.CreateTemp(s.dir, "."+id+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+		return nil, s.writeError("create session "+id, err)
 	}
 	ok := false
 	defer func() {
@@ -214,17 +278,17 @@ func (s *Store) publish(id string, parts [][]byte, keep bool) (*os.File, error) 
 	}
 	for _, p := range parts {
 		if _, err := tmp.Write(p); err != nil {
-			return nil, fmt.Errorf("jsonl: write %s: %w", id, err)
+			return nil, s.writeError("write session "+id, err)
 		}
 	}
 	if err := tmp.Sync(); err != nil {
-		return nil, fmt.Errorf("jsonl: sync %s: %w", id, err)
+		return nil, s.writeError("sync session "+id, err)
 	}
 	if err := os.Link(tmp.Name(), s.Path(id)); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("%w: %s", store.ErrExists, id)
 		}
-		return nil, fmt.Errorf("jsonl: publish %s: %w", id, err)
+		return nil, s.writeError("publish session "+id, err)
 	}
 	if err := syncDir(s.dir); err != nil {
 		return nil, err
@@ -234,7 +298,20 @@ func (s *Store) publish(id string, parts [][]byte, keep bool) (*os.File, error) 
 		tmp.Close()
 		return nil, nil
 	}
-	return tmp, nil
+	return renamed(tmp, s.Path(id))
+}
+
+// renamed returns f as a file named path (the same open file description,
+// and so the same flock), closing f: errors of a writer must name the
+// session file, not the temporary name it was written under, which is
+// gone.
+func renamed(f *os.File, path string) (*os.File, error) {
+	fd, err := syscall.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("jsonl: dup %s: %w", path, err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }
 
 func syncDir(dir string) error {
@@ -311,13 +388,18 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 	}
 	// Also lock the file itself, so that a rein from before the lock file
 	// (which locked the session file) is kept out too.
-	if err := lockFile(f); err != nil {
+	if err := lockRetry(f); err != nil {
 		f.Close()
 		lk.Close()
+		if errors.Is(err, store.ErrLocked) {
+			// A writer from before the lock file (which locked only
+			// the session file).
+			return nil, nil, &store.LockedError{ID: id}
+		}
 		return nil, nil, fmt.Errorf("%w: %s", err, id)
 	}
 	closeAll := func() { f.Close(); lk.Close() }
-	p, err := loadFile(s.Path(id), f, store.LoadOptions{}, true)
+	p, err := loadFile(s.Path(id), f, true)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
@@ -387,7 +469,10 @@ func (s *Store) openIndex(id string, f *os.File, good, stored int64) (*index, si
 	return nil, sc
 }
 
-// Load implements store.Store.
+// Load implements store.Store. A session a writer holds (in this process
+// or another) is read as far as it was written and not repaired; one that
+// no writer holds is repaired in memory. Salvaging reads the whole file
+// into memory first (store.ReadFile); a plain load streams it.
 func (s *Store) Load(ctx context.Context, id string, opts store.LoadOptions) (*store.Loaded, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -400,11 +485,25 @@ func (s *Store) Load(ctx context.Context, id string, opts store.LoadOptions) (*s
 		return nil, notFound(id, err)
 	}
 	defer f.Close()
-	p, err := loadFile(s.Path(id), f, opts, true)
+	locked := s.holder(id)
+	var ld *store.Loaded
+	if opts.Salvage {
+		data, rerr := io.ReadAll(f)
+		if rerr != nil {
+			return nil, fmt.Errorf("%w: read %s: %v", store.ErrUnreadable, s.Path(id), rerr)
+		}
+		ld, err = store.ReadFile(s.Path(id), data, opts, locked == nil)
+	} else {
+		var p *parsed
+		if p, err = loadFile(s.Path(id), f, locked == nil); err == nil {
+			ld = p.loaded
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	return p.loaded, nil
+	ld.Locked = locked
+	return ld, nil
 }
 
 // List implements store.Store. Per session it reads the header line, the
@@ -561,7 +660,7 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 	}
 	tmp, err := os.CreateTemp(s.dir, "."+h.ID+".tmp-*")
 	if err != nil {
-		return session.Header{}, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+		return session.Header{}, s.writeError("fork "+id+": create session "+h.ID, err)
 	}
 	defer func() {
 		os.Remove(tmp.Name())
@@ -570,14 +669,22 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 	if err := lockFile(tmp); err != nil {
 		return session.Header{}, err
 	}
-	if err := copyRange(tmp, hline, pf, hdr, end); err != nil {
-		return session.Header{}, fmt.Errorf("jsonl: fork %s: write child: %w", id, err)
+	// Every line the child gets is validated (as a load of the parent up
+	// to at would), while it is copied.
+	valid := make(chan error, 1)
+	go func() { valid <- validatePrefix(pf, s.Path(id), end, at) }()
+	err = copyRange(tmp, hline, pf, hdr, end)
+	if verr := <-valid; verr != nil {
+		return session.Header{}, fmt.Errorf("jsonl: fork %s at seq %d: %w", id, at, verr)
+	}
+	if err != nil {
+		return session.Header{}, s.writeError("fork "+id+": write session "+h.ID, err)
 	}
 	if err := os.Link(tmp.Name(), s.Path(h.ID)); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return session.Header{}, fmt.Errorf("%w: %s", store.ErrExists, h.ID)
 		}
-		return session.Header{}, fmt.Errorf("jsonl: publish %s: %w", h.ID, err)
+		return session.Header{}, s.writeError("fork "+id+": publish session "+h.ID, err)
 	}
 	if err := syncDir(s.dir); err != nil {
 		return session.Header{}, err
@@ -643,6 +750,21 @@ func forkPlan(f *os.File, file string, x *index, at, size int64) (int64, time.Ti
 		return 0, time.Time{}, refused
 	}
 	return end, ev.Time, nil
+}
+
+// validatePrefix loads the first end bytes of a parent session file
+// (events 0..at) as a child holding them would be loaded, every line
+// validated and checked, and checks that at is a fork point there.
+func validatePrefix(f *os.File, file string, end, at int64) error {
+	p, err := loadRange(file, f, end, false, false)
+	if err != nil {
+		return err
+	}
+	l := p.loaded.Log
+	if l.Len() != at+1 {
+		return fmt.Errorf("%w: seq %d ends at byte %d, where the file holds %d events", errStale, at, end, l.Len())
+	}
+	return session.ForkPoint(l, at)
 }
 
 // finalLine reports whether no complete line follows offset end in f.
@@ -755,13 +877,24 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return notFound(id, err)
 	}
 	defer f.Close()
-	if err := lockFile(f); err != nil {
+	if err := lockRetry(f); err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return &store.LockedError{ID: id}
+		}
 		return fmt.Errorf("%w: %s", err, id)
+	}
+	// The scratch directory first: should that fail, the session is still
+	// there to delete again.
+	if err := os.RemoveAll(s.ScratchDir(id)); err != nil {
+		return s.writeError("remove the scratch files of session "+id, err)
 	}
 	os.Remove(s.metaPath(id))
 	os.Remove(s.idxPath(id))
 	if err := os.Remove(s.Path(id)); err != nil {
-		return notFound(id, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return notFound(id, err)
+		}
+		return s.writeError("remove session "+id, err)
 	}
 	// Removed while held: an Open that opened it meanwhile sees the change
 	// and retries on a fresh lock file (lockSession).

@@ -40,9 +40,21 @@ func newStore(t *testing.T) *Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
 		New:    func(t *testing.T) store.Store { return newStore(t) },
-		Tamper: tamper,
-		Crash:  func(t *testing.T, w store.Writer) { w.(*writer).abandon() },
+		Tamper:  tamper,
+		Crash:   func(t *testing.T, w store.Writer) { w.(*writer).abandon() },
+		PutFile: putFile,
 	})
+}
+
+// putFile writes a crafted session file, with no sidecars.
+func putFile(t *testing.T, st store.Store, id string, file []byte) {
+	t.Helper()
+	s := st.(*Store)
+	if err := os.WriteFile(s.Path(id), file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(s.metaPath(id))
+	os.Remove(s.idxPath(id))
 }
 
 func tamper(t *testing.T, st store.Store, id string, how storetest.Tamper) {
@@ -565,4 +577,8 @@ func TestForkSidecar(t *testing.T) {
 			}
 		}
 	}
+}
+
+func FuzzStore(f *testing.F) {
+	storetest.Fuzz(f, storetest.Harness{New: func(t *testing.T) store.Store { return newStore(t) }, PutFile: putFile})
 }

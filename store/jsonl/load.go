@@ -2,8 +2,6 @@ package jsonl
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,16 +137,23 @@ func (s *source) end() error {
 	return s.err
 }
 
-// loadFile reads and parses a session file.
-func loadFile(file string, f *os.File, opts store.LoadOptions, repair bool) (*parsed, error) {
+// loadFile reads and parses a session file, every line validated.
+func loadFile(file string, f *os.File, repair bool) (*parsed, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
 	}
-	src := readSource(f, st.Size())
-	p, err := parseSource(file, nil, src, opts, repair)
+	return loadRange(file, f, st.Size(), repair, true)
+}
+
+// loadRange reads and parses the first size bytes of a session file. With
+// tail unset the range must end at a line end with a line that reads: a
+// torn tail there is an error, not something to drop.
+func loadRange(file string, f *os.File, size int64, repair, tail bool) (*parsed, error) {
+	src := readSource(f, size)
+	p, err := parseSource(file, src, repair, tail)
 	if rerr := src.end(); rerr != nil && err == nil {
-		err = fmt.Errorf("%w: %v", store.ErrUnreadable, rerr)
+		err = fmt.Errorf("%w: read %s: %v", store.ErrUnreadable, file, rerr)
 	}
 	if err != nil {
 		return nil, err
@@ -157,9 +162,10 @@ func loadFile(file string, f *os.File, opts store.LoadOptions, repair bool) (*pa
 }
 
 // parseSource parses a session file (header line, then events) into a
-// session.Log whose event data aliases the source's segments. With repair
-// set it runs session.Repair on the result.
-func parseSource(file string, h *session.Header, src *source, opts store.LoadOptions, repair bool) (*parsed, error) {
+// session.Log whose event data aliases the source's segments, with the
+// rules of store.ReadFile, streaming. With repair set it runs
+// session.Repair on the result; with tail unset a torn tail is an error.
+func parseSource(file string, src *source, repair, tail bool) (*parsed, error) {
 	defer src.cancel() // no need to read on after an error
 	lineErr := func(line int, err error) error { return &store.LineError{File: file, Line: line, Err: err} }
 	seg, ok := src.next(0)
@@ -170,41 +176,15 @@ func parseSource(file string, h *session.Header, src *source, opts store.LoadOpt
 	if nl < 0 {
 		return nil, lineErr(1, fmt.Errorf("%w: no complete header line", session.ErrCorrupt))
 	}
-	var hdr session.Header
-	if err := json.Unmarshal(seg[:nl], &hdr); err != nil {
-		if !errors.Is(err, session.ErrCorrupt) && !errors.Is(err, session.ErrVersion) {
-			err = fmt.Errorf("%w: header: %v", session.ErrCorrupt, err)
-		}
+	hdr, err := store.ParseHeader(seg[:nl])
+	if err != nil {
 		return nil, lineErr(1, err)
-	}
-	if h != nil {
-		hdr = *h
 	}
 	l := session.NewLog(hdr)
 	ld := &store.Loaded{Log: l}
-
-	// feed appends whole lines, skipping bad ones under Salvage.
 	feed := func(body []byte) error {
-		for len(body) > 0 {
-			err := l.AppendLines(body)
-			if err == nil {
-				return nil
-			}
-			var lerr *session.LineError
-			if !errors.As(err, &lerr) {
-				return err
-			}
-			cause := lerr.Err
-			if errors.Is(cause, session.ErrInvariant) && lerr.Seq >= 0 && lerr.Seq != l.Len() {
-				cause = fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, lerr.Seq, l.Len())
-			}
-			// Every line before the failing one was appended or dropped.
-			line := 2 + int(l.Len()) + len(ld.Dropped)
-			if !opts.Salvage {
-				return lineErr(line, cause)
-			}
-			ld.Dropped = append(ld.Dropped, store.Dropped{Line: line, Err: cause})
-			body = body[lerr.End:]
+		if err := l.AppendLines(body); err != nil {
+			return store.LoadError(file, l, 2, err)
 		}
 		return nil
 	}
@@ -212,7 +192,6 @@ func parseSource(file string, h *session.Header, src *source, opts store.LoadOpt
 	// Only at the end can the final line be judged torn, so the last
 	// complete line seen is held back until more lines follow it. A
 	// segment's other lines are parsed at once, while the reader reads on.
-	torn := 0
 	run := func() error {
 		var pending []byte
 		body := seg[nl+1:]
@@ -232,18 +211,23 @@ func parseSource(file string, h *session.Header, src *source, opts store.LoadOpt
 			}
 			next, more := src.next(i)
 			if !more {
-				// A final line without '\n', or one that does not
-				// parse, is a torn tail: a crash while writing.
-				torn = len(body) - len(complete)
-				if torn == 0 && len(pending) > 0 && tornFinal(pending[:len(pending)-1]) {
-					torn = len(pending)
+				// A final line without '\n' is a torn tail: a crash
+				// while writing. So is a final line holding zeros that
+				// does not parse (a page the crash lost). Any other
+				// final line must read like the rest.
+				ld.TornBytes = len(body) - len(complete)
+				if ld.TornBytes == 0 && len(pending) > 0 && store.LostWrite(pending[:len(pending)-1]) {
+					ld.TornBytes, ld.TornZeros = len(pending), true
 					pending = nil
+				}
+				if ld.TornBytes > 0 && !tail {
+					return lineErr(2+int(l.Len()), fmt.Errorf("%w: a torn line where a complete one belongs", session.ErrCorrupt))
 				}
 				return feed(pending)
 			}
 			if len(complete) < len(body) {
 				// Only the final segment may end inside a line.
-				return fmt.Errorf("%w: segment ends inside a line", store.ErrUnreadable)
+				return fmt.Errorf("%w: %s: segment ends inside a line", store.ErrUnreadable, file)
 			}
 			body = next
 		}
@@ -251,7 +235,6 @@ func parseSource(file string, h *session.Header, src *source, opts store.LoadOpt
 	if err := run(); err != nil {
 		return nil, err
 	}
-	ld.TornBytes = torn
 	if repair {
 		rep, err := session.Repair(l)
 		if err != nil {
@@ -262,5 +245,5 @@ func parseSource(file string, h *session.Header, src *source, opts store.LoadOpt
 	src.mu.Lock()
 	size := src.size
 	src.mu.Unlock()
-	return &parsed{header: hdr, loaded: ld, size: size, good: size - int64(torn)}, nil
+	return &parsed{header: hdr, loaded: ld, size: size, good: size - int64(ld.TornBytes)}, nil
 }

@@ -15,9 +15,11 @@ import (
 // belong to the open file description, so a second open of the same file
 // conflicts even within one process. The lock goes with the descriptor:
 // closing f (or the process dying) releases it.
-func lockFile(f *os.File) error {
+func lockFile(f *os.File) error { return flock(f, syscall.LOCK_EX) }
+
+func flock(f *os.File, how int) error {
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		switch {
 		case err == nil:
 			return nil
@@ -26,7 +28,19 @@ func lockFile(f *os.File) error {
 		case errors.Is(err, syscall.EWOULDBLOCK):
 			return store.ErrLocked
 		default:
-			return fmt.Errorf("jsonl: lock %s: %w", f.Name(), err)
+			return fmt.Errorf("jsonl: lock: %w", err)
 		}
 	}
+}
+
+// held reports whether an exclusive lock is held on path (by anyone, this
+// process included), without waiting: it takes a shared lock and lets it
+// go at once. A missing or unreadable file is not held.
+func held(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return flock(f, syscall.LOCK_SH) == store.ErrLocked
 }

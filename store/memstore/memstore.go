@@ -1,18 +1,24 @@
-// Package memstore is an in-memory store.Store: sessions live in process
-// memory and vanish with it. It is meant for tests and for embedders that
-// persist elsewhere; it passes the same conformance suite as the durable
-// backends (durability here means "visible to later Loads").
+// Package memstore is an in-memory store.Store: each session is the bytes
+// of a session file held in process memory, and vanishes with it. It is
+// meant for tests and for embedders that persist elsewhere; it reads with
+// store.ReadFile, so it validates, repairs and salvages exactly as the
+// durable backends do, and it passes the same conformance suite
+// (durability here means "visible to later Loads").
 //
 // Tests can slow down or fail appends with Options to exercise the agent's
-// flush paths.
+// flush paths, and store a crafted file with PutFile.
 package memstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
@@ -33,9 +39,10 @@ type Store struct {
 	sessions map[string]*sess
 }
 
+// sess is one session: a file's bytes.
 type sess struct {
-	header session.Header
-	events []session.Event
+	file   []byte // header line, then event lines
+	events int64  // lines the writer appended after the header (Create, Open)
 	locked bool
 }
 
@@ -46,20 +53,69 @@ func New(opts Options) *Store {
 
 var _ store.Store = (*Store)(nil)
 
+func headerLine(h session.Header) ([]byte, error) {
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("memstore: encode header: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
 // Create implements store.Store.
 func (s *Store) Create(ctx context.Context, h session.Header) (store.Writer, error) {
 	if h.ID == "" {
 		return nil, fmt.Errorf("memstore: create: empty id")
+	}
+	h.Version = session.Version
+	if h.CreatedAt.IsZero() {
+		h.CreatedAt = time.Now()
+	}
+	h.CreatedAt = h.CreatedAt.UTC().Truncate(time.Millisecond)
+	line, err := headerLine(h)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.sessions[h.ID]; ok {
 		return nil, fmt.Errorf("%w: %s", store.ErrExists, h.ID)
 	}
-	h.Version = session.Version
-	s.sessions[h.ID] = &sess{header: h, locked: true}
+	s.sessions[h.ID] = &sess{file: line, locked: true}
 	return &writer{s: s, id: h.ID, header: h}, nil
 }
+
+// PutFile stores file (the bytes of a session file: a header line, then
+// event lines) as session id, replacing any, as a crafted or damaged file
+// for tests.
+func (s *Store) PutFile(id string, file []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessions[id] = &sess{file: slices.Clone(file)}
+}
+
+// File returns a copy of session id's bytes, or nil.
+func (s *Store) File(id string) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se, ok := s.sessions[id]; ok {
+		return slices.Clone(se.file)
+	}
+	return nil
+}
+
+func (s *Store) read(id string) ([]byte, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se, ok := s.sessions[id]
+	if !ok {
+		return nil, false, fmt.Errorf("%w: %s", store.ErrNotFound, id)
+	}
+	// Appends only ever add bytes after what is read here, so the clip
+	// is a stable snapshot.
+	return slices.Clip(se.file), se.locked, nil
+}
+
+func name(id string) string { return "memstore:" + id }
 
 // Open implements store.Store.
 func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loaded, error) {
@@ -71,15 +127,24 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 	}
 	if se.locked {
 		s.mu.Unlock()
-		return nil, nil, fmt.Errorf("%w: %s", store.ErrLocked, id)
+		return nil, nil, &store.LockedError{ID: id, PID: os.Getpid()}
 	}
 	se.locked = true
+	file := slices.Clip(se.file)
 	s.mu.Unlock()
-	ld, err := s.Load(ctx, id, store.LoadOptions{})
+	ld, err := store.ReadFile(name(id), file, store.LoadOptions{}, true)
 	if err != nil {
 		s.unlock(id)
 		return nil, nil, err
 	}
+	s.mu.Lock()
+	// Drop a torn tail before anything is appended after it (into a new
+	// array: a snapshot may hold the torn bytes).
+	if ld.TornBytes > 0 {
+		se.file = slices.Clone(se.file[:len(file)-ld.TornBytes])
+	}
+	se.events = ld.Log.Len() - int64(len(ld.Repair))
+	s.mu.Unlock()
 	w := &writer{s: s, id: id, header: ld.Log.Header()}
 	if len(ld.Repair) > 0 {
 		if err := w.Append(ctx, ld.Repair); err != nil {
@@ -98,44 +163,49 @@ func (s *Store) unlock(id string) {
 	s.mu.Unlock()
 }
 
-// Load implements store.Store.
+// Load implements store.Store. A session a writer holds is not repaired.
 func (s *Store) Load(ctx context.Context, id string, opts store.LoadOptions) (*store.Loaded, error) {
-	s.mu.Lock()
-	se, ok := s.sessions[id]
-	if !ok {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: %s", store.ErrNotFound, id)
-	}
-	h, events := se.header, slices.Clip(se.events)
-	s.mu.Unlock()
-	l := session.NewLog(h)
-	var dropped []store.Dropped
-	for _, ev := range events {
-		if err := l.AppendEvent(ev); err != nil {
-			// Lines are numbered as in a JSONL file: the header is line 1.
-			le := &store.LineError{File: "memstore:" + id, Line: int(ev.Seq) + 2, Err: err}
-			if !opts.Salvage {
-				return nil, le
-			}
-			dropped = append(dropped, store.Dropped{Line: le.Line, Err: err})
-		}
-	}
-	repair, err := session.Repair(l)
+	file, locked, err := s.read(id)
 	if err != nil {
 		return nil, err
 	}
-	return &store.Loaded{Log: l, Repair: repair, Dropped: dropped}, nil
+	ld, err := store.ReadFile(name(id), file, opts, !locked)
+	if err != nil {
+		return nil, err
+	}
+	if locked {
+		ld.Locked = &store.LockedError{ID: id, PID: os.Getpid()}
+	}
+	return ld, nil
 }
 
-// List implements store.Store.
+// List implements store.Store. It reads each session's lines as far as
+// they parse.
 func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]store.Info, 0, len(s.sessions))
-	for _, se := range s.sessions {
-		info := store.Info{ID: se.header.ID, Title: se.header.Title, Cwd: se.header.Cwd, Parent: se.header.Parent,
-			CreatedAt: se.header.CreatedAt, UpdatedAt: se.header.CreatedAt, Events: int64(len(se.events))}
-		for _, ev := range se.events {
+	files := make(map[string][]byte, len(s.sessions))
+	for id, se := range s.sessions {
+		files[id] = slices.Clip(se.file)
+	}
+	s.mu.Unlock()
+	out := make([]store.Info, 0, len(files))
+	for id, file := range files {
+		info := store.Info{ID: id, Size: int64(len(file))}
+		nl := bytes.IndexByte(file, '\n')
+		if nl < 0 {
+			out = append(out, info)
+			continue
+		}
+		h, err := store.ParseHeader(file[:nl])
+		if err == nil {
+			info.Title, info.Cwd, info.Parent, info.CreatedAt, info.UpdatedAt = h.Title, h.Cwd, h.Parent, h.CreatedAt, h.CreatedAt
+		}
+		for _, ln := range bytes.SplitAfter(file[nl+1:], []byte("\n")) {
+			ev, err := session.ParseLine(bytes.TrimSuffix(ln, []byte("\n")))
+			if err != nil || len(ln) == 0 || ln[len(ln)-1] != '\n' {
+				break
+			}
+			info.Events = ev.Seq + 1
 			switch ev.Type {
 			case session.TypeTurnStart:
 				info.Turns++
@@ -148,29 +218,66 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 		}
 		out = append(out, info)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].UpdatedAt.After(out[j].UpdatedAt) })
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.After(out[j].UpdatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
 	return out, nil
 }
 
-// Fork implements store.Store.
+// Fork implements store.Store: the child is a new header line and the
+// parent's lines 0..at byte for byte, every one of them validated first.
 func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header) (session.Header, error) {
-	ld, err := s.Load(ctx, id, store.LoadOptions{})
+	parent, _, err := s.read(id)
 	if err != nil {
 		return session.Header{}, err
 	}
-	if err := session.ForkPoint(ld.Log, at); err != nil {
+	hdr := bytes.IndexByte(parent, '\n') + 1
+	end := hdr
+	for range at + 1 {
+		j := bytes.IndexByte(parent[end:], '\n')
+		if j < 0 {
+			return session.Header{}, fmt.Errorf("memstore: fork %s: seq %d out of range", id, at)
+		}
+		end += j + 1
+	}
+	// The rule on what can be read of the whole parent (a refusal names
+	// the stable points after at too), the lines up to at validated.
+	all, err := store.ReadFile(name(id), parent, store.LoadOptions{Salvage: true}, false)
+	if err != nil {
 		return session.Header{}, err
+	}
+	if err := session.ForkPoint(all.Log, at); err != nil {
+		return session.Header{}, err
+	}
+	ld, err := store.ReadFile(name(id), parent[:end], store.LoadOptions{}, false)
+	if err != nil {
+		return session.Header{}, err
+	}
+	if ld.Log.Len() != at+1 {
+		return session.Header{}, fmt.Errorf("memstore: fork %s: seq %d out of range -1..%d", id, at, ld.Log.Len()-1)
 	}
 	h.Parent, h.ForkSeq, h.Version = id, at, session.Version
 	if h.Title == "" {
-		h.Title = ld.Log.Title()
+		h.Title = ld.Log.Header().Title
 	}
+	if h.CreatedAt.IsZero() {
+		h.CreatedAt = time.Now()
+	}
+	h.CreatedAt = h.CreatedAt.UTC().Truncate(time.Millisecond)
+	file, err := headerLine(h)
+	if err != nil {
+		return session.Header{}, err
+	}
+	file = append(file, parent[hdr:end]...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.sessions[h.ID]; ok {
 		return session.Header{}, fmt.Errorf("%w: %s", store.ErrExists, h.ID)
 	}
-	s.sessions[h.ID] = &sess{header: h, events: slices.Clone(ld.Log.Events(0)[:at+1])}
+	s.sessions[h.ID] = &sess{file: file}
 	return h, nil
 }
 
@@ -183,7 +290,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: %s", store.ErrNotFound, id)
 	}
 	if se.locked {
-		return fmt.Errorf("%w: %s", store.ErrLocked, id)
+		return &store.LockedError{ID: id, PID: os.Getpid()}
 	}
 	delete(s.sessions, id)
 	return nil
@@ -214,14 +321,19 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 	defer w.s.mu.Unlock()
 	se := w.s.sessions[w.id]
 	for i, ev := range batch {
-		if ev.Seq != int64(len(se.events)+i) {
-			return fmt.Errorf("%w: got %d, want %d", store.ErrSeq, ev.Seq, len(se.events)+i)
+		if ev.Seq != se.events+int64(i) {
+			return fmt.Errorf("%w: got %d, want %d", store.ErrSeq, ev.Seq, se.events+int64(i))
+		}
+		if bytes.IndexByte(ev.Data, '\n') >= 0 {
+			return fmt.Errorf("%w: seq %d: data holds a newline", session.ErrCorrupt, ev.Seq)
 		}
 	}
+	// Readers hold clipped snapshots (see read): appending writes only
+	// past what any of them can see.
 	for _, ev := range batch {
-		ev.Data = slices.Clone(ev.Data)
-		se.events = append(se.events, ev)
+		se.file = ev.AppendLine(se.file)
 	}
+	se.events += int64(len(batch))
 	return nil
 }
 

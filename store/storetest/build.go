@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,8 +79,9 @@ func (b *builder) turn(prompt, answer string) (u, a int64) {
 	return u, a
 }
 
-// step opens step s of turn n and streams answer (and calls); it leaves
-// the step open and returns the assistant/message's seq.
+// step opens step s of turn n and streams answer (one chunk per piece
+// between '|', the message holding them joined) and calls; it leaves the
+// step open and returns the assistant/message's seq.
 func (b *builder) step(n, s int, answer string, calls []llm.ToolCall) int64 {
 	b.add(&session.StepStart{Turn: n, Step: s})
 	if s == 1 {
@@ -86,7 +89,10 @@ func (b *builder) step(n, s int, answer string, calls []llm.ToolCall) int64 {
 	}
 	var chunks []int64
 	if answer != "" {
-		chunks = append(chunks, b.add(&session.AssistantChunk{Turn: n, Step: s, Delta: llm.Delta{Text: answer}}).Seq)
+		for _, piece := range strings.Split(answer, "|") {
+			chunks = append(chunks, b.add(&session.AssistantChunk{Turn: n, Step: s, Delta: llm.Delta{Text: piece}}).Seq)
+		}
+		answer = strings.ReplaceAll(answer, "|", "")
 	}
 	for i, c := range calls {
 		chunks = append(chunks, b.add(&session.AssistantChunk{Turn: n, Step: s, Delta: llm.Delta{ToolCall: &llm.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name, Arguments: c.Arguments}}}).Seq)
@@ -104,4 +110,19 @@ func (b *builder) step(n, s int, answer string, calls []llm.ToolCall) int64 {
 	}
 	return b.add(&session.AssistantMessage{Turn: n, Step: s, Content: content, ToolCalls: calls, Finish: finish,
 		Usage: llm.Usage{Input: 100, Output: 10}, ChunkSeqs: chunks}).Seq
+}
+
+// file renders the builder's log as a session file: the header line, then
+// every event line.
+func (b *builder) file() []byte {
+	b.t.Helper()
+	h, err := json.Marshal(b.log.Header())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	out := append(h, '\n')
+	for _, ev := range b.log.Events(0) {
+		out = ev.AppendLine(out)
+	}
+	return out
 }

@@ -1,8 +1,10 @@
 // Package storetest is the conformance suite every store.Store backend must
 // pass: round trips, seq continuity, durability of Flush, group commit
 // under concurrent appends, locking, listing, fork rules, delete, every
-// typed load error, and the crash scenarios 20-24 of SCENARIOS.md as golden
-// logs (testdata/*.golden; go test -update rewrites them).
+// typed load error, the crash scenarios as golden logs (testdata/*.golden;
+// go test -update rewrites them), crafted damaged files (validation, torn
+// tails, salvage with tombstones), and Fuzz, which mutates real session
+// files and checks load, open, fork and salvage on them.
 //
 // The suite runs session.Check on every log it loads. It imports store,
 // session and llm only; backends call Run from their own tests.
@@ -70,6 +72,13 @@ type Harness struct {
 	// what Appends already made durable, nothing is closed or repaired,
 	// and the lock is released.
 	Crash func(t *testing.T, w store.Writer)
+	// PutFile stores file, the bytes of a session file (a header line,
+	// then event lines, as docs/format.md has it; the suite damages them),
+	// as session id, replacing any, with no writer holding it. A backend
+	// that keeps sessions another way stores what its loader will read
+	// back as those lines (raw, for a database). The crafted-file cases
+	// and Fuzz skip when it is nil.
+	PutFile func(t *testing.T, s store.Store, id string, file []byte)
 }
 
 // crash drops w through the harness, skipping the test when the backend
@@ -106,6 +115,9 @@ func Run(t *testing.T, h Harness) {
 		{"Scenario22TornTail", testScenario22},
 		{"Scenario23ForkInOpenTurn", testScenario23},
 		{"Scenario24CompactionShape", testScenario24},
+		{"ForkInsideCompaction", testForkInsideCompaction},
+		{"Running", testRunning},
+		{"Crafted", testCrafted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
