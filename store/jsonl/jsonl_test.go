@@ -39,7 +39,7 @@ func newStore(t *testing.T) *Store {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Harness{
-		New:    func(t *testing.T) store.Store { return newStore(t) },
+		New:     func(t *testing.T) store.Store { return newStore(t) },
 		Tamper:  tamper,
 		Crash:   func(t *testing.T, w store.Writer) { w.(*writer).abandon() },
 		PutFile: putFile,
