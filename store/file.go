@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/reinhq/rein/session"
 )
@@ -53,6 +54,22 @@ func ReadFile(name string, data []byte, opts LoadOptions, repair bool) (*Loaded,
 		}
 	}
 	return ld, nil
+}
+
+// HeaderLine returns the header of a new session file for h, with the
+// format version set and CreatedAt (now when zero) in UTC milliseconds,
+// and its line ('\n' included).
+func HeaderLine(h session.Header) (session.Header, []byte, error) {
+	h.Version = session.Version
+	if h.CreatedAt.IsZero() {
+		h.CreatedAt = time.Now()
+	}
+	h.CreatedAt = h.CreatedAt.UTC().Truncate(time.Millisecond)
+	b, err := json.Marshal(h)
+	if err != nil {
+		return h, nil, fmt.Errorf("store: encode header of %s: %w", h.ID, err)
+	}
+	return h, append(b, '\n'), nil
 }
 
 // ParseHeader reads a session file's header line (without its '\n'),

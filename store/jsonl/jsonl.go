@@ -246,15 +246,6 @@ func notFound(id string, err error) error {
 	return fmt.Errorf("%w: %v", store.ErrUnreadable, err)
 }
 
-// headerLine encodes h as the file's first line.
-func headerLine(h session.Header) ([]byte, error) {
-	b, err := json.Marshal(h)
-	if err != nil {
-		return nil, fmt.Errorf("jsonl: encode header: %w", err)
-	}
-	return append(b, '\n'), nil
-}
-
 // publish writes content to a temporary file, fsyncs it and links it into
 // place as session id (ErrExists when taken). It returns the open, locked
 // file positioned nowhere in particular (writers use WriteAt) when keep is
@@ -338,12 +329,7 @@ func (s *Store) Create(ctx context.Context, h session.Header) (store.Writer, err
 	if _, err := os.Lstat(s.Path(h.ID)); err == nil {
 		return nil, fmt.Errorf("%w: %s", store.ErrExists, h.ID)
 	}
-	h.Version = session.Version
-	if h.CreatedAt.IsZero() {
-		h.CreatedAt = time.Now()
-	}
-	h.CreatedAt = h.CreatedAt.UTC().Truncate(time.Millisecond)
-	line, err := headerLine(h)
+	h, line, err := store.HeaderLine(h)
 	if err != nil {
 		return nil, err
 	}
@@ -646,15 +632,11 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 		return session.Header{}, fmt.Errorf("jsonl: fork %s at seq %d: %w", id, at, err)
 	}
 
-	h.Parent, h.ForkSeq, h.Version = id, at, session.Version
-	if h.CreatedAt.IsZero() {
-		h.CreatedAt = time.Now()
-	}
-	h.CreatedAt = h.CreatedAt.UTC().Truncate(time.Millisecond)
+	h.Parent, h.ForkSeq = id, at
 	if h.Title == "" {
 		h.Title = ph.Title
 	}
-	hline, err := headerLine(h)
+	h, hline, err := store.HeaderLine(h)
 	if err != nil {
 		return session.Header{}, err
 	}

@@ -12,13 +12,11 @@ package memstore
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
@@ -53,25 +51,12 @@ func New(opts Options) *Store {
 
 var _ store.Store = (*Store)(nil)
 
-func headerLine(h session.Header) ([]byte, error) {
-	b, err := json.Marshal(h)
-	if err != nil {
-		return nil, fmt.Errorf("memstore: encode header: %w", err)
-	}
-	return append(b, '\n'), nil
-}
-
 // Create implements store.Store.
 func (s *Store) Create(ctx context.Context, h session.Header) (store.Writer, error) {
 	if h.ID == "" {
 		return nil, fmt.Errorf("memstore: create: empty id")
 	}
-	h.Version = session.Version
-	if h.CreatedAt.IsZero() {
-		h.CreatedAt = time.Now()
-	}
-	h.CreatedAt = h.CreatedAt.UTC().Truncate(time.Millisecond)
-	line, err := headerLine(h)
+	h, line, err := store.HeaderLine(h)
 	if err != nil {
 		return nil, err
 	}
@@ -259,15 +244,11 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 	if ld.Log.Len() != at+1 {
 		return session.Header{}, fmt.Errorf("memstore: fork %s: seq %d out of range -1..%d", id, at, ld.Log.Len()-1)
 	}
-	h.Parent, h.ForkSeq, h.Version = id, at, session.Version
+	h.Parent, h.ForkSeq = id, at
 	if h.Title == "" {
 		h.Title = ld.Log.Header().Title
 	}
-	if h.CreatedAt.IsZero() {
-		h.CreatedAt = time.Now()
-	}
-	h.CreatedAt = h.CreatedAt.UTC().Truncate(time.Millisecond)
-	file, err := headerLine(h)
+	h, file, err := store.HeaderLine(h)
 	if err != nil {
 		return session.Header{}, err
 	}
