@@ -248,15 +248,26 @@ func countLines(data []byte) int {
 	return n
 }
 
-// String describes a loss for a person.
+// String describes a loss for a person: which lines, which seqs, why, and
+// what became of them.
 func (x Loss) String() string {
+	seqs := func(n int) string {
+		if n <= 1 {
+			return fmt.Sprintf("seq %d", x.Seq)
+		}
+		return fmt.Sprintf("seqs %d-%d", x.Seq, x.Seq+int64(n)-1)
+	}
+	lines := fmt.Sprintf("line %d", x.Line)
+	if x.Lines > 1 {
+		lines = fmt.Sprintf("lines %d-%d", x.Line, x.Line+x.Lines-1)
+	}
 	switch {
 	case x.Tombstones > 0 && x.Lines == 0:
-		return fmt.Sprintf("seqs %d..%d had no line; kept as tombstones (%v)", x.Seq, x.Seq+int64(x.Tombstones)-1, x.Err)
+		return fmt.Sprintf("%s: no line holds them (%v); kept as tombstones: the step's assistant/message holds their content", seqs(x.Tombstones), x.Err)
 	case x.Tombstones > 0:
-		return fmt.Sprintf("line %d (%d line(s)): %v; seq %d..%d kept as tombstones: content in the step's assistant/message, or ignorable", x.Line, x.Lines, x.Err, x.Seq, x.Seq+int64(x.Tombstones)-1)
+		return fmt.Sprintf("%s (%s): %v; kept as tombstone(s): the step's assistant/message holds the content, or the event was ignorable", lines, seqs(x.Tombstones), x.Err)
 	case x.Lines > 1:
-		return fmt.Sprintf("line %d: %v; it and the %d line(s) after it were dropped (from seq %d on)", x.Line, x.Err, x.Lines-1, x.Seq)
+		return fmt.Sprintf("%s (from seq %d on): line %d: %v; dropped, with every line after it (their events cannot be kept without it)", lines, x.Seq, x.Line, x.Err)
 	}
-	return fmt.Sprintf("line %d: %v; dropped (seq %d)", x.Line, x.Err, x.Seq)
+	return fmt.Sprintf("%s (seq %d): %v; dropped", lines, x.Seq, x.Err)
 }

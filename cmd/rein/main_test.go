@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,12 +69,20 @@ func (s stopPostgres) Run() int {
 //	                         the store $REIN_STORE names, else $REIN_HOME
 //	pgstore NAME             set $NAME to the URL of a fresh PostgreSQL
 //	                         store (condition [postgres]: a server can be had)
+//	chop FILE                remove FILE's final newline (a torn write)
+//	hold ID                  take session ID's writer lock as a running
+//	                         rein would, without loading or repairing it
+//	                         (released by unlock ID)
 func TestScripts(t *testing.T) {
 	var mu sync.Mutex
 	locks := map[string]store.Writer{}
+	held := map[string]*os.File{}
 	t.Cleanup(func() {
 		for _, w := range locks {
 			_ = w.Close()
+		}
+		for _, f := range held {
+			_ = f.Close()
 		}
 	})
 	testscript.Run(t, testscript.Params{
@@ -195,18 +204,45 @@ func TestScripts(t *testing.T) {
 				ts.Defer(func() { ts.Check(drop()) })
 				ts.Setenv(args[0], dsn)
 			},
+			"hold": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: hold ID")
+				}
+				f, err := os.OpenFile(filepath.Join(ts.Getenv("REIN_HOME"), "sessions", "."+args[0]+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+				ts.Check(err)
+				ts.Check(syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+				_, err = f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+				ts.Check(err)
+				mu.Lock()
+				held[ts.Getenv("WORK")+args[0]] = f
+				mu.Unlock()
+			},
+			"chop": func(ts *testscript.TestScript, neg bool, args []string) {
+				if neg || len(args) != 1 {
+					ts.Fatalf("usage: chop FILE")
+				}
+				f := ts.MkAbs(args[0])
+				b, err := os.ReadFile(f)
+				ts.Check(err)
+				ts.Check(os.WriteFile(f, []byte(strings.TrimSuffix(string(b), "\n")), 0o600))
+			},
 			"unlock": func(ts *testscript.TestScript, neg bool, args []string) {
 				if neg || len(args) != 1 {
 					ts.Fatalf("usage: unlock ID")
 				}
 				mu.Lock()
-				w := locks[ts.Getenv("WORK")+args[0]]
+				w, f := locks[ts.Getenv("WORK")+args[0]], held[ts.Getenv("WORK")+args[0]]
 				delete(locks, ts.Getenv("WORK")+args[0])
+				delete(held, ts.Getenv("WORK")+args[0])
 				mu.Unlock()
-				if w == nil {
+				switch {
+				case w != nil:
+					ts.Check(w.Close())
+				case f != nil:
+					ts.Check(f.Close())
+				default:
 					ts.Fatalf("unlock: %s is not locked", args[0])
 				}
-				ts.Check(w.Close())
 			},
 		},
 	})

@@ -119,17 +119,36 @@ func cutRunes(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// load reads a session (repaired in memory) and reports what the repair did
-// on stderr.
+// load reads a session (repaired in memory unless another process runs
+// it) and turns a load error into advice: 'rein sessions repair' for a
+// damaged line it can salvage around, nothing it cannot help with (a
+// damaged header, a newer format). A final line a crash left as zeros is
+// dropped with a notice; a line cut short by a crash is dropped silently.
 func (a *app) load(ctx context.Context, st store.Store, id string) (*store.Loaded, error) {
 	loaded, err := st.Load(ctx, id, store.LoadOptions{})
 	if err != nil {
-		if errors.Is(err, session.ErrCorrupt) || errors.Is(err, store.ErrSeq) {
-			return nil, fmt.Errorf("session %s: %w (try 'rein sessions repair %s')", id, err, id)
-		}
-		return nil, fmt.Errorf("session %s: %w", id, err)
+		return nil, loadError(id, err)
+	}
+	if loaded.TornZeros {
+		fmt.Fprintf(a.stderr, "rein: session %s: the last %d bytes are a write a crash lost (zeros); they are left out\n", id, loaded.TornBytes)
 	}
 	return loaded, nil
+}
+
+// loadError explains why session id does not load.
+func loadError(id string, err error) error {
+	var le *store.LineError
+	switch {
+	case errors.Is(err, session.ErrVersion):
+		return fmt.Errorf("session %s: %w: it was written by a newer rein; upgrade rein to read it", id, err)
+	case errors.As(err, &le) && le.Line == 1:
+		return fmt.Errorf("session %s: its header line is damaged: %w (repair cannot rebuild a header: fix the first line by hand, as docs/format.md describes it)", id, err)
+	case errors.Is(err, session.ErrUnknownType):
+		return fmt.Errorf("session %s: %w (a newer rein may read it; 'rein sessions repair %s' keeps what this one can, in a new session)", id, err, id)
+	case errors.As(err, &le):
+		return fmt.Errorf("session %s: %w (the file is damaged there; 'rein sessions repair %s' keeps what can be kept, in a new session)", id, err, id)
+	}
+	return fmt.Errorf("session %s: %w", id, err)
 }
 
 func (a *app) sessionsShow() *cobra.Command {
@@ -141,7 +160,8 @@ func (a *app) sessionsShow() *cobra.Command {
 sources (labelled with the source), steering, the assistant's text, tool calls
 and results in summary, and turn boundaries with their outcome. A session
 that a crash left open is shown repaired (its last turn "interrupted"),
-without changing the file.
+without changing the file; one that another process is running is shown as
+far as it is written, and said so.
 
 --json prints the raw events instead, one JSON line each, as repaired. It
 streams: a JSONL session is read line by line, never held whole, so showing a
@@ -198,6 +218,9 @@ prints the same as one JSON object.`,
 			var from string
 			if json.Unmarshal(h.Extra["repairedFrom"], &from) == nil && from != "" {
 				fmt.Fprintf(a.stdout, "repaired from %s\n", from)
+			}
+			if loaded.Locked != nil {
+				fmt.Fprintf(a.stdout, "%s: shown as far as it is written\n", runningWhere(loaded.Locked))
 			}
 			opts := transcript.Options{Verbose: verbose, Seqs: seqs}
 			if follow {
@@ -282,13 +305,16 @@ func (a *app) sessionsFork() *cobra.Command {
 		Use:   "fork ID",
 		Short: "Copy a session up to an event into a new session",
 		Long: `Fork creates a new session holding the events of ID up to and including seq
---at (default: the last event, or, when ID is inside a turn because it is
-running or a crash interrupted it, the last event before that turn). The fork
-point must lie between turns: on a turn/end or on a message outside any turn
-(for example an injected context); a seq inside a turn is refused. A JSONL
-parent is copied, not loaded, so forking costs about a copy of its file. The child records its parent and fork seq, keeps
-the parent's directory (unless --cwd) and inherits nothing pending. It prints
-the new session's id.
+--at. The fork point must be stable: a turn/end, or an event between turns
+such as an injected context, but not inside a turn nor inside a compaction
+that has not ended there (a refusal names the nearest stable points).
+Without --at it forks at the last stable point: the last event, or, when ID
+is inside a turn because it is running or a crash interrupted it, the last
+event before that turn, and says so. Every line the child gets is validated;
+a JSONL parent is copied, not loaded, so forking costs about a copy of its
+file and a check of its lines. The child records its parent and fork seq,
+keeps the parent's directory (unless --cwd) and inherits nothing pending. It
+prints the new session's id.
 
 'rein sessions show --seqs ID' shows the seqs.`,
 		Args: cobra.ExactArgs(1),
@@ -317,17 +343,15 @@ the new session's id.
 				cwd = a.dir
 			}
 			h, err := st.Fork(ctx, id, at, session.Header{ID: agent.NewULID(""), Cwd: cwd, CreatedAt: time.Now().UTC()})
-			if errors.Is(err, session.ErrOpenTurn) {
-				return exitWith(ExitError, fmt.Errorf("fork %s at %d: the seq lies inside a turn; fork at a turn/end or an out-of-turn message (%w)", id, at, err))
-			}
 			if err != nil {
-				return fmt.Errorf("fork %s at %d: %w", id, at, err)
+				// The store's error names the session and the seq.
+				return err
 			}
 			fmt.Fprintln(a.stdout, h.ID)
 			return nil
 		},
 	}
-	cmd.Flags().Int64Var(&at, "at", -1, "last `SEQ` the fork holds (default: the last event)")
+	cmd.Flags().Int64Var(&at, "at", -1, "last `SEQ` the fork holds (default: the last stable point)")
 	return cmd
 }
 
@@ -351,8 +375,7 @@ func (a *app) lastForkPoint(ctx context.Context, st store.Store, id string) (jso
 	// events: they end inside it, where ForkPoint refuses.
 	l := loaded.Log
 	fp := jsonl.ForkPoint{Last: l.Len() - 1 - int64(len(loaded.Repair)), Header: l.Header()}
-	for fp.At = fp.Last; fp.At >= 0 && session.ForkPoint(l, fp.At) != nil; fp.At-- {
-	}
+	fp.At = session.StablePoint(l, fp.Last)
 	return fp, nil
 }
 
@@ -478,11 +501,16 @@ func searchable(e transcript.Entry) []string {
 func (a *app) sessionsRepair() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "repair ID",
-		Short: "Salvage a corrupt session into a new one",
-		Long: `Repair reads ID skipping every line that does not parse or does not fit the
-log, closes a turn a crash left open, and writes the result to a new session
-(the original is left untouched). It reports each dropped line and prints the
-new session's id on stdout.`,
+		Short: "Salvage a damaged session into a new one",
+		Long: `Repair reads ID, keeping every event it can prove consistent, closes a turn a
+crash left open, and writes the result to a new session (the original is
+left untouched). A damaged or missing line that stood for a streamed chunk
+whose text is in its step's final message, or for an ignorable event, is
+kept as a tombstone with the same seq; any other damaged line cuts the
+session there, and the lines after it are dropped with it. It reports
+every line it did not keep as it was, and why, on stderr, and prints the
+new session's id on stdout. A session another process is running is
+refused; a damaged header cannot be repaired.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -496,10 +524,19 @@ new session's id on stdout.`,
 			}
 			loaded, err := st.Load(ctx, id, store.LoadOptions{Salvage: true})
 			if err != nil {
+				var le *store.LineError
+				if errors.As(err, &le) && le.Line == 1 {
+					return fmt.Errorf("repair %s: %w (repair cannot rebuild a header: fix the first line by hand, as docs/format.md describes it)", id, err)
+				}
 				return fmt.Errorf("repair %s: %w", id, err)
 			}
+			if loaded.Locked != nil {
+				return exitWith(ExitLocked, fmt.Errorf("repair %s: the session is %s: it is not interrupted; repair it once that process has stopped ('rein sessions show %s' shows it now)", id, runningWhere(loaded.Locked), id))
+			}
+			tombs := 0
 			for _, d := range loaded.Dropped {
-				fmt.Fprintf(a.stderr, "dropped line %d: %v\n", d.Line, d.Err)
+				fmt.Fprintf(a.stderr, "%v\n", d)
+				tombs += d.Tombstones
 			}
 			if loaded.TornBytes > 0 {
 				fmt.Fprintf(a.stderr, "dropped a torn final line (%d bytes)\n", loaded.TornBytes)
@@ -521,18 +558,22 @@ new session's id on stdout.`,
 			h := session.Header{ID: agent.NewULID(""), Cwd: old.Cwd, CreatedAt: time.Now().UTC(), Title: strings.TrimSpace("repaired " + title), Version: session.Version, Extra: extra}
 			w, err := st.Create(ctx, h)
 			if err != nil {
-				return err
+				return fmt.Errorf("repair %s: %w", id, err)
 			}
 			if evs := loaded.Log.Events(0); len(evs) > 0 {
 				if err := w.Append(ctx, evs); err != nil {
 					_ = w.Close()
-					return err
+					return fmt.Errorf("repair %s: %w", id, err)
 				}
 			}
 			if err := w.Close(); err != nil {
-				return err
+				return fmt.Errorf("repair %s: %w", id, err)
 			}
-			fmt.Fprintf(a.stderr, "kept %d events of %s in a new session\n", loaded.Log.Len(), id)
+			fmt.Fprintf(a.stderr, "kept %d events of %s in a new session", loaded.Log.Len(), id)
+			if tombs > 0 {
+				fmt.Fprintf(a.stderr, " (%d of them tombstones)", tombs)
+			}
+			fmt.Fprintln(a.stderr)
 			fmt.Fprintln(a.stdout, h.ID)
 			return nil
 		},

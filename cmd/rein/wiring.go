@@ -505,7 +505,9 @@ func latestIn(ctx context.Context, st store.Store, dir string) (string, error) {
 // lockedError turns store.ErrLocked into the CLI's locked exit.
 func lockedError(id string, err error) error {
 	if errors.Is(err, store.ErrLocked) {
-		return exitWith(ExitLocked, fmt.Errorf("session %s is locked: another rein process is running it", id))
+		var le *store.LockedError
+		errors.As(err, &le)
+		return exitWith(ExitLocked, fmt.Errorf("session %s is %s", id, runningWhere(le)))
 	}
 	return err
 }
@@ -532,6 +534,17 @@ func titleHook() agent.Hook[agent.Prompt, agent.Admission] {
 		}
 		return adm, nil
 	}
+}
+
+// runningWhere says where a held session runs.
+func runningWhere(le *store.LockedError) string {
+	switch {
+	case le == nil || le.PID <= 0:
+		return "running in another process"
+	case le.PID == os.Getpid():
+		return "held by another writer in this process"
+	}
+	return fmt.Sprintf("running in another process (pid %d)", le.PID)
 }
 
 // titleOf makes a session title from a prompt: its first line, cut to 60

@@ -89,19 +89,22 @@ var _ store.ScratchStore = (*Store)(nil)
 // uncreatable directory is an error wrapping store.ErrUnreadable.
 func Open(root string) (*Store, error) {
 	dir := filepath.Join(root, "sessions")
+	s := &Store{root: root, dir: dir, metaEvery: time.Second}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+		if err := s.writeError("create the store directory", err); errors.Is(err, store.ErrUnwritable) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: create the store directory %s: %v", store.ErrUnreadable, dir, err)
 	}
 	d, err := os.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+		return nil, fmt.Errorf("%w: open the store directory: %v", store.ErrUnreadable, err)
 	}
 	_, err = d.ReadDir(1)
 	d.Close()
 	if err != nil && err != io.EOF {
-		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
+		return nil, fmt.Errorf("%w: list the store directory %s: %v", store.ErrUnreadable, dir, err)
 	}
-	s := &Store{root: root, dir: dir, metaEvery: time.Second}
 	s.removeStaleTemps()
 	return s, nil
 }
@@ -227,7 +230,7 @@ func (s *Store) writeError(what string, err error) error {
 		cause = pe.Err
 	}
 	if errors.Is(cause, fs.ErrPermission) || errors.Is(cause, syscall.EROFS) || errors.Is(cause, syscall.ENOSPC) || errors.Is(cause, syscall.EDQUOT) {
-		return fmt.Errorf("%w: %s: %s: %v", store.ErrUnwritable, what, s.dir, cause)
+		return fmt.Errorf("%w: %s in %s: %v", store.ErrUnwritable, what, s.dir, cause)
 	}
 	return fmt.Errorf("jsonl: %s in %s: %v", what, s.dir, cause)
 }

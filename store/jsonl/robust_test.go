@@ -3,7 +3,9 @@ package jsonl
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/reinhq/rein/session"
@@ -129,5 +131,104 @@ func TestAppendRefusesMultilineData(t *testing.T) {
 	weird := session.Event{Seq: 1, Type: `bad"type`, Time: e0.Time, Ignorable: true, Data: []byte(`{}`)}
 	if err := w.Append(bg, []session.Event{weird}); !errors.Is(err, session.ErrCorrupt) {
 		t.Fatalf("Append of a quoted type: %v, want ErrCorrupt", err)
+	}
+}
+
+// Errors name the session's file, never the temporary file it was first
+// written under (gone by then), and a write the store cannot do says what,
+// where and why.
+func TestErrorsNameRealPaths(t *testing.T) {
+	s := newStore(t)
+	w, err := s.Create(bg, session.Header{ID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.(*writer).osf.Name(); got != s.Path("x") {
+		t.Errorf("the writer's file is named %s, want %s", got, s.Path("x"))
+	}
+	w.Close()
+	err = s.writeError("create session y", &os.PathError{Op: "open", Path: filepath.Join(s.dir, ".y.tmp-123"), Err: syscall.EACCES})
+	if !errors.Is(err, store.ErrUnwritable) || strings.Contains(err.Error(), ".tmp-") || !strings.Contains(err.Error(), "create session y in "+s.dir+": permission denied") {
+		t.Errorf("writeError = %v", err)
+	}
+	err = s.writeError("sync session y", &os.PathError{Op: "sync", Path: "x", Err: syscall.EROFS})
+	if !errors.Is(err, store.ErrUnwritable) || !strings.Contains(err.Error(), "read-only file system") {
+		t.Errorf("writeError = %v", err)
+	}
+}
+
+// A read-only store directory: listing and loading work; creating,
+// forking and deleting say the store cannot be written, and where.
+func TestReadOnlyStore(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("skipped: running as root, which ignores the directory's permissions")
+	}
+	s := newStore(t)
+	w, _ := s.Create(bg, session.Header{ID: "x"})
+	w.Close()
+	os.Chmod(s.dir, 0o500)
+	defer os.Chmod(s.dir, 0o700)
+	if _, err := s.Load(bg, "x", store.LoadOptions{}); err != nil {
+		t.Errorf("Load: %v", err)
+	}
+	if _, err := s.Create(bg, session.Header{ID: "y"}); !errors.Is(err, store.ErrUnwritable) || !strings.Contains(err.Error(), s.dir) {
+		t.Errorf("Create: %v, want ErrUnwritable naming %s", err, s.dir)
+	}
+	if _, err := s.Fork(bg, "x", -1, session.Header{ID: "y"}); !errors.Is(err, store.ErrUnwritable) || strings.Contains(err.Error(), ".tmp-") {
+		t.Errorf("Fork: %v, want ErrUnwritable", err)
+	}
+}
+
+// The lock file names the process holding the session; Load reports it
+// and Open, Delete refuse with it.
+func TestLockHolder(t *testing.T) {
+	s := newStore(t)
+	w, err := s.Create(bg, session.Header{ID: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var le *store.LockedError
+	if _, _, err := s.Open(bg, "x"); !errors.As(err, &le) || le.PID != os.Getpid() || le.ID != "x" {
+		t.Errorf("Open: %v, want a *LockedError with pid %d", err, os.Getpid())
+	}
+	if err := s.Delete(bg, "x"); !errors.As(err, &le) || le.PID != os.Getpid() {
+		t.Errorf("Delete: %v", err)
+	}
+	ld, err := s.Load(bg, "x", store.LoadOptions{})
+	if err != nil || ld.Locked == nil || ld.Locked.PID != os.Getpid() {
+		t.Errorf("Load: %v, Locked %v", err, ld.Locked)
+	}
+	// Checking the lock does not keep a writer out for long.
+	w.Close()
+	ld, _ = s.Load(bg, "x", store.LoadOptions{})
+	if ld.Locked != nil {
+		t.Errorf("Load after Close: Locked %v", ld.Locked)
+	}
+	w2, _, err := s.Open(bg, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w2.Close()
+}
+
+// Delete removes the session's scratch directory with it.
+func TestDeleteRemovesScratch(t *testing.T) {
+	s := newStore(t)
+	w, _ := s.Create(bg, session.Header{ID: "x"})
+	w.Close()
+	if err := os.MkdirAll(filepath.Join(s.ScratchDir("x"), "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(s.ScratchDir("x"), "sub", "bash-1.log"), []byte("out"), 0o600)
+	if err := s.Delete(bg, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.ScratchDir("x")); !os.IsNotExist(err) {
+		t.Errorf("scratch directory left: %v", err)
+	}
+	infos, _ := s.List(bg)
+	if len(infos) != 0 {
+		t.Errorf("List: %+v", infos)
 	}
 }
