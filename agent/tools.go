@@ -10,6 +10,7 @@ import (
 
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/tool"
 )
 
@@ -245,6 +246,9 @@ func (a *Agent) body(ctx context.Context, c *call, settled chan<- *call) {
 		c.ctxs = append(c.ctxs, AdditionalContext{Content: slices.Clone(content), Source: session.Source{Kind: session.SourceTool, Name: c.ID}})
 		c.mu.Unlock()
 	}}
+	if ss, ok := a.cfg.Store.(store.ScratchStore); ok {
+		env.ScratchDir = ss.ScratchDir(a.id)
+	}
 	res, err := c.t.Run(ctx, tool.Call{ID: c.ID, Arguments: json.RawMessage(c.args), Env: env})
 	if err != nil {
 		res = tool.Errorf(tool.CodeFailed, "The tool failed: %v", err)

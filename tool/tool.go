@@ -81,6 +81,11 @@ type Env struct {
 	SessionID string
 	// Dir is the session's working directory.
 	Dir string
+	// ScratchDir is a directory for files that belong to the session but
+	// not to its log (a tool's spilled output), removed with the session;
+	// it may not exist yet. Empty when the store keeps none: a tool then
+	// uses the system's temporary directory.
+	ScratchDir string
 	// State is per-session, per-tool scratch space (e.g. the set of files
 	// read so far). It is safe for concurrent use.
 	State *State

@@ -79,7 +79,9 @@ type Options struct {
 	// tool.DefaultDrop.
 	Env tool.EnvPolicy
 	// TempDir is where output spill files go, in a rein-<session>
-	// subdirectory. Empty means os.TempDir().
+	// subdirectory, when the session has no scratch directory
+	// (tool.Env.ScratchDir, which is used when set and removed with the
+	// session). Empty means os.TempDir().
 	TempDir string
 	// MaxOutput is the bytes of output shown to the model (head and tail);
 	// 0 means DefaultMaxOutput.
@@ -174,7 +176,11 @@ func (b *bashTool) Run(ctx context.Context, call tool.Call) (tool.Result, error)
 	}
 	env := append(b.opts.Env.Environ(environ, tool.ForModel), "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0")
 
-	col := &collector{max: b.opts.MaxOutput, spillDir: filepath.Join(b.opts.TempDir, "rein-"+tool.SafeName(call.Env.SessionID)), callID: tool.SafeName(call.ID)}
+	spillDir := call.Env.ScratchDir
+	if spillDir == "" {
+		spillDir = filepath.Join(b.opts.TempDir, "rein-"+tool.SafeName(call.Env.SessionID))
+	}
+	col := &collector{max: b.opts.MaxOutput, spillDir: spillDir, callID: tool.SafeName(call.ID)}
 	defer col.close()
 	pr, pw, err := os.Pipe()
 	if err != nil {

@@ -272,3 +272,18 @@ func TestStartFailure(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// With a session scratch directory (tool.Env.ScratchDir, removed with the
+// session), the spill file goes there, not to TempDir.
+func TestSpillToScratchDir(t *testing.T) {
+	tmp, scratch := t.TempDir(), filepath.Join(t.TempDir(), "s.scratch")
+	e := env(t)
+	e.ScratchDir = scratch
+	_, m := runBash(t, context.Background(), Bash(Options{TempDir: tmp, MaxOutput: 1000}), e, map[string]any{"command": "seq 1 2000"})
+	if !m.Truncated || !strings.HasPrefix(m.SpillPath, scratch+string(filepath.Separator)) {
+		t.Fatalf("spill path %q, want one in %s", m.SpillPath, scratch)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("TempDir used: %v", ents)
+	}
+}
