@@ -17,16 +17,20 @@ import (
 // fastDecode decodes data as the payload of type t, reporting false when it
 // cannot (the caller then uses the general decoder).
 func fastDecode(t Type, data []byte) (Payload, bool) {
-	return decodeWith(t, data, nil)
+	return decodeWith(t, data, nil, false)
 }
 
 // decodeWith is fastDecode; with a set it decodes for a log (see
 // wire.NewDec): strings alias data, and a request/header then has only
 // Turn and Step, a tool/call only Turn, Step and CallID, the rest of the
-// payload being validated only.
-func decodeWith(t Type, data []byte, a *wire.Arena) (Payload, bool) {
+// payload being validated only. With check set it decodes only what the
+// checker looks at (see wire.Dec.Check), validating the rest.
+func decodeWith(t Type, data []byte, a *wire.Arena, check bool) (Payload, bool) {
 	d := wire.NewDec(data, a)
 	defer d.Release()
+	if check {
+		d.Check()
+	}
 	var p Payload
 	// A switch, not a table of functions: through an indirect call d
 	// would escape to the heap.
@@ -182,7 +186,7 @@ func readToolApproval(d *wire.Dec) Payload {
 func readToolResult(d *wire.Dec) Payload {
 	var v ToolResult
 	d.Fields(wire.F("turn", &v.Turn), wire.F("step", &v.Step), wire.F("callID", &v.CallID), content(d, &v.Content),
-		wire.F("isError", &v.IsError), wire.F("code", &v.Code), wire.F("meta", &v.Meta))
+		wire.F("isError", &v.IsError), wire.F("code", &v.Code), wire.Text("meta", &v.Meta))
 	return &v
 }
 
@@ -239,8 +243,8 @@ func content(d *wire.Dec, ps *[]llm.Part) wire.Field {
 	return wire.F("content", func() {
 		var p llm.Part
 		*ps = list(d, 2, &p, func() {
-			d.Fields(wire.F("type", &p.Type), wire.F("text", &p.Text), wire.F("signature", &p.Signature),
-				wire.F("mediaType", &p.MediaType), wire.F("data", &p.Data))
+			d.Fields(wire.F("type", &p.Type), wire.Text("text", &p.Text), wire.Text("signature", &p.Signature),
+				wire.F("mediaType", &p.MediaType), wire.Text("data", &p.Data))
 		})
 	})
 }

@@ -56,7 +56,7 @@ func (l *Log) AppendLines(data []byte) error {
 	if len(data) < 2*blockSize || workers < 2 {
 		var b lineBlock
 		b.data = data
-		b.parse(l.loaders[0])
+		b.parse(l.loaders[0], l.check)
 		return l.appendBlock(&b, 0)
 	}
 	// Cut the input into blocks at line ends.
@@ -107,7 +107,7 @@ func (l *Log) AppendLines(data []byte) error {
 					blocks[i].recs, blocks[i].ps = old.recs[:0], old.ps[:0]
 				default:
 				}
-				blocks[i].parse(a)
+				blocks[i].parse(a, l.check)
 				close(blocks[i].done)
 			}
 		}()
@@ -173,7 +173,7 @@ const (
 
 // parse parses the block's lines and decodes their payloads, stopping at
 // the first bad line.
-func (b *lineBlock) parse(a *wire.Arena) {
+func (b *lineBlock) parse(a *wire.Arena, check bool) {
 	d := b.data[b.base:]
 	if b.recs == nil {
 		n := len(d)/100 + 16
@@ -205,7 +205,7 @@ func (b *lineBlock) parse(a *wire.Arena) {
 		if j := bytes.IndexByte(ln, '\n'); j >= 0 {
 			ln, next = ln[:j], pos+j+1
 		}
-		if !b.parseLine(pos, ln, &tc, a) {
+		if !b.parseLine(pos, ln, &tc, a, check) {
 			return
 		}
 		pos = next
@@ -218,7 +218,7 @@ func (b *lineBlock) parse(a *wire.Arena) {
 // payload by the fast decoders (unknown types' data only validated). Any
 // other line, or one the fast path does not take, goes to the general
 // decoder, which decides.
-func (b *lineBlock) parseLine(pos int, ln []byte, tc *wire.TimeCache, a *wire.Arena) bool {
+func (b *lineBlock) parseLine(pos int, ln []byte, tc *wire.TimeCache, a *wire.Arena, check bool) bool {
 	var ev Event
 	var p Payload
 	var flags uint8
@@ -229,10 +229,10 @@ func (b *lineBlock) parseLine(pos int, ln []byte, tc *wire.TimeCache, a *wire.Ar
 		case !ev.Type.Known():
 			fast = wire.Valid(ev.Data)
 		case ev.Type == TypeRequestHeader:
-			p, fast = decodeWith(ev.Type, ev.Data, a)
+			p, fast = decodeWith(ev.Type, ev.Data, a, check)
 			flags = lazyHeader
 		default:
-			p, fast = decodeWith(ev.Type, ev.Data, a)
+			p, fast = decodeWith(ev.Type, ev.Data, a, check)
 		}
 	}
 	if !fast {
@@ -289,9 +289,12 @@ func (b *lineBlock) event(i int) Event {
 
 // appendBlock appends a parsed block; line is the index of its first line.
 func (l *Log) appendBlock(b *lineBlock, line int) error {
-	// The events' data stay in the block: register it as a segment.
+	// The events' data stay in the block: register it as a segment (a
+	// Validator keeps nothing).
 	seg := -1
-	if d := b.data[b.base:len(b.data):len(b.data)]; uint64(len(d)) <= math.MaxUint32 {
+	if l.check {
+		seg = 0
+	} else if d := b.data[b.base:len(b.data):len(b.data)]; uint64(len(d)) <= math.MaxUint32 {
 		seg = len(l.events.segs)
 		l.events.segs = append(l.events.segs, d)
 	}

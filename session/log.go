@@ -35,6 +35,9 @@ type Log struct {
 	ids map[string]struct{}
 	// usage is the last response's usage, zeroed by a compaction summary.
 	usage llm.Usage
+	// check makes the log a Validator's: events are counted and checked,
+	// not kept, and payloads are decoded only as far as the checker needs.
+	check bool
 }
 
 // LastUsage returns the usage of the last assistant message, or zero when a
@@ -162,6 +165,9 @@ func (l *Log) addP(ev Event, p Payload, lazyHdr bool, seg int, off uint32) error
 	}
 	if ev.Time.After(l.last) {
 		l.last = ev.Time
+	}
+	if l.check {
+		return nil
 	}
 	switch d := p.(type) {
 	case *RequestHeader:

@@ -46,7 +46,7 @@ func ReadFile(name string, data []byte, opts LoadOptions, repair bool) (*Loaded,
 			ld.Dropped = append(ld.Dropped, Dropped{Line: x.Line, Lines: x.Lines, Seq: x.Seq, Tombstones: x.Tombstones, Err: x.Err})
 		}
 	} else if err := ld.Log.AppendLines(body); err != nil {
-		return nil, LoadError(name, ld.Log, 2, err)
+		return nil, LoadError(name, ld.Log.Len(), 2, err)
 	}
 	if repair {
 		if ld.Repair, err = session.Repair(ld.Log); err != nil {
@@ -85,20 +85,20 @@ func ParseHeader(line []byte) (session.Header, error) {
 	return h, nil
 }
 
-// LoadError turns the error of appending lines to l (a *session.LineError
-// when a line failed), whose first line is line number first of name,
-// into a *LineError. A line whose seq does not continue the log is
-// ErrSeq.
-func LoadError(name string, l *session.Log, first int, err error) error {
+// LoadError turns the error of appending lines to a log of n events (a
+// *session.LineError when a line failed), whose first line is line number
+// first of name, into a *LineError. A line whose seq does not continue
+// the log is ErrSeq.
+func LoadError(name string, n int64, first int, err error) error {
 	var le *session.LineError
 	if !errors.As(err, &le) {
 		return err
 	}
 	cause := le.Err
-	if errors.Is(cause, session.ErrInvariant) && le.Seq >= 0 && le.Seq != l.Len() {
-		cause = fmt.Errorf("%w: seq %d, want %d", ErrSeq, le.Seq, l.Len())
+	if errors.Is(cause, session.ErrInvariant) && le.Seq >= 0 && le.Seq != n {
+		cause = fmt.Errorf("%w: seq %d, want %d", ErrSeq, le.Seq, n)
 	}
-	return &LineError{File: name, Line: first + int(l.Len()), Err: cause}
+	return &LineError{File: name, Line: first + int(n), Err: cause}
 }
 
 // LostWrite reports whether a final line (without its '\n') that ends a

@@ -482,13 +482,13 @@ func TestCopyRangeShrunk(t *testing.T) {
 	for _, buf := range []int{3, 1 << 20} {
 		copyBuf = buf
 		dst, _ := os.Create(filepath.Join(dir, "dst"))
-		if err := copyRange(dst, []byte("H\n"), src, 7, 18); err != nil {
+		if err := copyRange(dst, []byte("H\n"), src, 7, 18, nil); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(dst.Name()); string(b) != "H\n0123456789\n" {
 			t.Errorf("buffer %d: copied %q", buf, b)
 		}
-		if err := copyRange(dst, nil, src, 7, 30); !errors.Is(err, errBeyond) {
+		if err := copyRange(dst, nil, src, 7, 30, nil); !errors.Is(err, errBeyond) {
 			t.Errorf("buffer %d: copy past the end: %v", buf, err)
 		}
 		dst.Close()

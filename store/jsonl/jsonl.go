@@ -49,6 +49,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -656,13 +657,24 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 	}
 	// Every line the child gets is validated (as a load of the parent up
 	// to at would), while it is copied.
-	valid := make(chan error, 1)
-	go func() { valid <- validatePrefix(pf, s.Path(id), end, at) }()
-	err = copyRange(tmp, hline, pf, hdr, end)
-	if verr := <-valid; verr != nil {
-		return session.Header{}, fmt.Errorf("jsonl: fork %s at seq %d: %w", id, at, verr)
+	v := session.NewValidator(ph)
+	err = copyRange(tmp, hline, pf, hdr, end, func(lines []byte) error {
+		if err := v.AppendLines(lines); err != nil {
+			return store.LoadError(s.Path(id), v.Len(), 2, err)
+		}
+		return nil
+	})
+	if err == nil && v.Len() != at+1 {
+		err = fmt.Errorf("%w: seq %d ends at byte %d, where the file holds %d events", errStale, at, end, v.Len())
 	}
-	if err != nil {
+	if err == nil {
+		err = v.ForkPoint(at)
+	}
+	var lerr2 *store.LineError
+	switch {
+	case errors.As(err, &lerr2) || errors.Is(err, errStale) || errors.Is(err, session.ErrOpenTurn) || errors.Is(err, errBeyond):
+		return session.Header{}, fmt.Errorf("jsonl: fork %s at seq %d: %w", id, at, err)
+	case err != nil:
 		return session.Header{}, s.writeError("fork "+id+": write session "+h.ID, err)
 	}
 	if err := os.Link(tmp.Name(), s.Path(h.ID)); err != nil {
@@ -737,21 +749,6 @@ func forkPlan(f *os.File, file string, x *index, at, size int64) (int64, time.Ti
 	return end, ev.Time, nil
 }
 
-// validatePrefix loads the first end bytes of a parent session file
-// (events 0..at) as a child holding them would be loaded, every line
-// validated and checked, and checks that at is a fork point there.
-func validatePrefix(f *os.File, file string, end, at int64) error {
-	p, err := loadRange(file, f, end, false, false)
-	if err != nil {
-		return err
-	}
-	l := p.loaded.Log
-	if l.Len() != at+1 {
-		return fmt.Errorf("%w: seq %d ends at byte %d, where the file holds %d events", errStale, at, end, l.Len())
-	}
-	return session.ForkPoint(l, at)
-}
-
 // finalLine reports whether no complete line follows offset end in f.
 func finalLine(f *os.File, end, size int64) bool {
 	buf := make([]byte, 4096)
@@ -771,60 +768,136 @@ func finalLine(f *os.File, end, size int64) bool {
 // copyBuf is the size of each of copyRange's buffers.
 var copyBuf = 1 << 20
 
-// copyRange writes hline and then bytes [from, to) of src to dst and
-// fsyncs dst. A reader goroutine fills buffers while this one writes them.
-// (copy_file_range, which io.Copy would use, is as fast as a raw copy only
-// when source and destination offsets agree modulo the page size; behind a
-// child header of another length it copied and synced 167 MB about 1.5×
-// slower than this.)
-func copyRange(dst *os.File, hline []byte, src *os.File, from, to int64) error {
+// copyRange writes hline and then bytes [from, to) of src to dst, and
+// fsyncs dst. With check set it also hands the same bytes to check, in
+// pieces of whole lines (but maybe the last), as they are copied: a reader
+// goroutine fills buffers, this one writes them and another checks them,
+// and a buffer is read again only when both are done with it. So the
+// source is read once, and checking overlaps writing. (copy_file_range,
+// which io.Copy would use, is as fast as a raw copy only when source and
+// destination offsets agree modulo the page size; behind a child header of
+// another length it copied and synced 167 MB about 1.5× slower than this.)
+func copyRange(dst *os.File, hline []byte, src *os.File, from, to int64, check func([]byte) error) error {
 	if _, err := dst.Write(hline); err != nil {
 		return err
 	}
 	type chunk struct {
-		b   []byte
-		err error
+		b    []byte // the bytes to copy (and check)
+		buf  []byte // the buffer they are in
+		err  error
+		left atomic.Int32 // consumers still using buf
 	}
 	const nbuf = 3
-	full := make(chan chunk, nbuf)
 	free := make(chan []byte, nbuf)
 	for range nbuf {
 		free <- make([]byte, copyBuf)
 	}
+	consumers := int32(1)
+	if check != nil {
+		consumers = 2
+	}
+	done := func(c *chunk) {
+		if c.left.Add(-1) == 0 && len(c.buf) == copyBuf {
+			free <- c.buf
+		}
+	}
 	stop := make(chan struct{})
-	defer close(stop)
+	toWrite, toCheck := make(chan *chunk, nbuf), make(chan *chunk, nbuf)
 	go func() {
-		defer close(full)
-		for off := from; off < to; {
-			var b []byte
-			select {
-			case b = <-free:
-			case <-stop:
-				return
+		defer close(toWrite)
+		defer close(toCheck)
+		var carry []byte // the start of a line the last piece did not hold
+		var buf []byte
+		for off := from; off < to || len(carry) > 0; {
+			if buf == nil {
+				select {
+				case buf = <-free:
+				case <-stop:
+					return
+				}
 			}
-			n, err := src.ReadAt(b[:min(int64(len(b)), to-off)], off)
-			off += int64(n)
-			if err == io.EOF {
-				err = fmt.Errorf("%w: parent shrank while copied", errBeyond)
+			if len(carry) >= len(buf) {
+				// A long line's end: it needs a bigger buffer.
+				if len(buf) == copyBuf {
+					free <- buf
+				}
+				buf = make([]byte, 2*len(carry))
 			}
-			select {
-			case full <- chunk{b[:n], err}:
-			case <-stop:
-				return
+			n := copy(buf, carry)
+			var err error
+			if off < to {
+				var k int
+				k, err = src.ReadAt(buf[n:min(int64(len(buf)), int64(n)+to-off)], off)
+				off += int64(k)
+				n += k
+				if err == io.EOF || (err == nil && k == 0) {
+					err = fmt.Errorf("%w: parent shrank while copied", errBeyond)
+				}
+			}
+			end := n
+			if err == nil && off < to {
+				end = bytes.LastIndexByte(buf[:n], '\n') + 1
+				if end == 0 {
+					// A line longer than the buffer: read on into a
+					// bigger one.
+					carry = append(carry[:0], buf[:n]...)
+					if len(buf) == copyBuf {
+						free <- buf
+					}
+					buf = make([]byte, 2*len(buf))
+					continue
+				}
+			}
+			carry = append(carry[:0], buf[end:n]...)
+			c := &chunk{b: buf[:end], buf: buf, err: err}
+			c.left.Store(consumers)
+			buf = nil
+			for _, ch := range []chan *chunk{toWrite, toCheck}[:consumers] {
+				select {
+				case ch <- c:
+				case <-stop:
+					return
+				}
 			}
 			if err != nil {
 				return
 			}
 		}
 	}()
-	for c := range full {
-		if _, err := dst.Write(c.b); err != nil {
-			return err
+	checked := make(chan error, 1)
+	if check != nil {
+		go func() {
+			var err error
+			for c := range toCheck {
+				if err == nil && c.err == nil {
+					err = check(c.b)
+				}
+				done(c)
+			}
+			checked <- err
+		}()
+	} else {
+		checked <- nil
+	}
+	var err error
+	for c := range toWrite {
+		if err == nil {
+			if _, werr := dst.Write(c.b); werr != nil {
+				err = werr
+			} else if c.err != nil {
+				err = c.err
+			}
+			if err != nil {
+				close(stop)
+			}
 		}
-		if c.err != nil {
-			return c.err
-		}
-		free <- c.b[:cap(c.b)]
+		done(c)
+	}
+	if cerr := <-checked; cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return err
 	}
 	return dst.Sync()
 }

@@ -184,7 +184,7 @@ func parseSource(file string, src *source, repair, tail bool) (*parsed, error) {
 	ld := &store.Loaded{Log: l}
 	feed := func(body []byte) error {
 		if err := l.AppendLines(body); err != nil {
-			return store.LoadError(file, l, 2, err)
+			return store.LoadError(file, l.Len(), 2, err)
 		}
 		return nil
 	}

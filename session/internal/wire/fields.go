@@ -9,9 +9,9 @@ import (
 
 // Field is one key of an object a decoder knows, and where its value goes.
 type Field struct {
-	name string
-	to   any
-	lazy bool
+	name       string
+	to         any
+	lazy, text bool
 }
 
 // F maps key name to to: a *string, *int, *int64 or *bool (which null
@@ -21,9 +21,14 @@ type Field struct {
 func F(name string, to any) Field { return Field{name: name, to: to} }
 
 // Lazy is F for a value that a decoder loading for a log (NewDec with an
-// Arena) only validates: a *string must be a string or null, a
-// *json.RawMessage any value; to is left untouched.
+// Arena) or checking (Check) only validates: a *string must be a string
+// or null, a *json.RawMessage any value; to is left untouched.
 func Lazy(name string, to any) Field { return Field{name: name, to: to, lazy: true} }
+
+// Text is F for a value only a checking decoder (Check) validates without
+// decoding: what the session invariant never looks at (message text, a
+// call's arguments, a result's meta).
+func Text(name string, to any) Field { return Field{name: name, to: to, text: true} }
 
 // Fields decodes an object whose keys are among fs (at most 64), each
 // into its target; null leaves the targets untouched. A key that is not
@@ -48,7 +53,7 @@ func (d *Dec) Fields(fs ...Field) {
 }
 
 func (f *Field) decode(d *Dec) {
-	if f.lazy && d.a != nil {
+	if f.lazy && d.Lazy() || f.text && d.check {
 		switch f.to.(type) {
 		case *string:
 			d.SkipStr()

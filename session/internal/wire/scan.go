@@ -20,9 +20,10 @@ type Dec struct {
 	b   []byte
 	i   int
 	bad bool
-	buf []byte  // scratch for unescaping
-	bp  *[]byte // where buf came from (scratchPool)
-	a   *Arena  // decoding for a log (see Arena), or nil
+	buf   []byte  // scratch for unescaping
+	bp    *[]byte // where buf came from (scratchPool)
+	a     *Arena  // decoding for a log (see Arena), or nil
+	check bool    // only checking (see Check)
 }
 
 // scratchPool holds unescaping buffers across decodes.
@@ -79,8 +80,13 @@ func (a *Arena) alloc(d []byte) []byte {
 	return a.open[n:len(a.open):len(a.open)]
 }
 
+// Check makes d a decoder for checking only: Lazy and Text fields are
+// validated, not decoded, and strings are copied (nothing refers to the
+// input afterwards).
+func (d *Dec) Check() { d.check, d.a = true, nil }
+
 // Lazy reports whether fields the log does not need are only validated.
-func (d *Dec) Lazy() bool { return d.a != nil }
+func (d *Dec) Lazy() bool { return d.a != nil || d.check }
 
 // Fail marks the input as one this decoder does not take.
 func (d *Dec) Fail() { d.bad = true }
