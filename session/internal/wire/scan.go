@@ -17,9 +17,9 @@ import (
 // UTF-8. A Dec that meets anything else fails (Bad) and the caller falls
 // back to the general decoder.
 type Dec struct {
-	b   []byte
-	i   int
-	bad bool
+	b     []byte
+	i     int
+	bad   bool
 	buf   []byte  // scratch for unescaping
 	bp    *[]byte // where buf came from (scratchPool)
 	a     *Arena  // decoding for a log (see Arena), or nil
