@@ -143,15 +143,8 @@ func loadFile(file string, f *os.File, repair bool) (*parsed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", store.ErrUnreadable, err)
 	}
-	return loadRange(file, f, st.Size(), repair, true)
-}
-
-// loadRange reads and parses the first size bytes of a session file. With
-// tail unset the range must end at a line end with a line that reads: a
-// torn tail there is an error, not something to drop.
-func loadRange(file string, f *os.File, size int64, repair, tail bool) (*parsed, error) {
-	src := readSource(f, size)
-	p, err := parseSource(file, src, repair, tail)
+	src := readSource(f, st.Size())
+	p, err := parseSource(file, src, repair)
 	if rerr := src.end(); rerr != nil && err == nil {
 		err = fmt.Errorf("%w: read %s: %v", store.ErrUnreadable, file, rerr)
 	}
@@ -164,8 +157,8 @@ func loadRange(file string, f *os.File, size int64, repair, tail bool) (*parsed,
 // parseSource parses a session file (header line, then events) into a
 // session.Log whose event data aliases the source's segments, with the
 // rules of store.ReadFile, streaming. With repair set it runs
-// session.Repair on the result; with tail unset a torn tail is an error.
-func parseSource(file string, src *source, repair, tail bool) (*parsed, error) {
+// session.Repair on the result.
+func parseSource(file string, src *source, repair bool) (*parsed, error) {
 	defer src.cancel() // no need to read on after an error
 	lineErr := func(line int, err error) error { return &store.LineError{File: file, Line: line, Err: err} }
 	seg, ok := src.next(0)
@@ -219,9 +212,6 @@ func parseSource(file string, src *source, repair, tail bool) (*parsed, error) {
 				if ld.TornBytes == 0 && len(pending) > 0 && store.LostWrite(pending[:len(pending)-1]) {
 					ld.TornBytes, ld.TornZeros = len(pending), true
 					pending = nil
-				}
-				if ld.TornBytes > 0 && !tail {
-					return lineErr(2+int(l.Len()), fmt.Errorf("%w: a torn line where a complete one belongs", session.ErrCorrupt))
 				}
 				return feed(pending)
 			}
