@@ -184,18 +184,18 @@ func (b *lineBlock) parse(a *wire.Arena, check bool) {
 	runStart := -1
 	for pos := 0; pos < len(d); {
 		if c, next := wire.ChunkLine(d, pos, &tc); next > 0 {
-			r := lineRec{seq: c.Seq, turn: c.Turn, step: c.Step}
-			r.ms, r.typ, r.off, r.n = c.Ms, chunkType, c.Off, c.Len
+			n := len(b.recs)
+			b.recs = append(b.recs, lineRec{})
+			r := &b.recs[n]
+			r.seq, r.turn, r.step, r.ms, r.typ, r.off, r.n = c.Seq, c.Turn, c.Step, c.Ms, chunkType, c.Off, c.Len
 			// Extend the run of chunks: consecutive seqs, times in order,
 			// the same step.
-			if p := len(b.recs) - 1; runStart >= 0 && r.seq == b.recs[p].seq+1 && r.ms >= b.recs[p].ms &&
-				r.turn == b.recs[p].turn && r.step == b.recs[p].step {
+			if p := &b.recs[max(n-1, 0)]; runStart >= 0 && r.seq == p.seq+1 && r.ms >= p.ms && r.turn == p.turn && r.step == p.step {
 				b.recs[runStart].run++
 			} else {
-				runStart = len(b.recs)
+				runStart = n
 				r.run = 1
 			}
-			b.recs = append(b.recs, r)
 			pos = next
 			continue
 		}

@@ -81,19 +81,16 @@ func Prefix(line []byte, tc *TimeCache) (Envelope, bool) {
 	return e, true
 }
 
-// uintAt reads the JSON integer of 1 to max digits (no sign, no leading
-// zero) at b[i:], returning the offset after it.
+// uintAt reads the JSON integer of 1 to max (at most 18) digits, no sign
+// and no leading zero, at b[i:], returning the offset after it.
 func uintAt(b []byte, i, max int) (int, int64, bool) {
 	s := i
 	var n int64
-	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-		if i-s == max {
-			return i, 0, false
-		}
+	for i < len(b) && b[i]-'0' <= 9 {
 		n = n*10 + int64(b[i]-'0')
 		i++
 	}
-	if i == s || (b[s] == '0' && i-s > 1) {
+	if i == s || i-s > max || (b[s] == '0' && i-s > 1) {
 		return i, 0, false
 	}
 	return i, n, true

@@ -20,35 +20,35 @@ type Dec struct {
 	b     []byte
 	i     int
 	bad   bool
-	buf   []byte  // scratch for unescaping
-	bp    *[]byte // where buf came from (scratchPool)
-	a     *Arena  // decoding for a log (see Arena), or nil
-	check bool    // only checking (see Check)
+	buf   []byte // scratch for unescaping
+	a     *Arena // decoding for a log (see Arena), or nil
+	check bool   // only checking (see Check)
 }
 
-// scratchPool holds unescaping buffers across decodes.
-var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
+// decPool holds decoders (and their unescaping buffers) across decodes:
+// a decoder escapes to the heap (plans call readers through function
+// values), so it is reused rather than allocated per payload.
+var decPool = sync.Pool{New: func() any { return new(Dec) }}
 
 // NewDec returns a decoder of b. With a set it decodes for a log: strings
 // without escapes alias b (which must then stay unchanged for as long as
 // the strings live), unescaped ones are copied into a's chunks, and fields
-// marked Lazy are validated, not decoded. Release returns its scratch
-// buffer.
-func NewDec(b []byte, a *Arena) Dec {
-	bp := scratchPool.Get().(*[]byte)
-	return Dec{b: b, buf: *bp, bp: bp, a: a}
+// marked Lazy are validated, not decoded. Release returns it to a pool.
+func NewDec(b []byte, a *Arena) *Dec {
+	d := decPool.Get().(*Dec)
+	*d = Dec{b: b, buf: d.buf, a: a}
+	return d
 }
 
-// Release returns the decoder's scratch buffer to the pool.
+// Release returns d (and its scratch buffer) to the pool; d must not be
+// used afterwards.
 func (d *Dec) Release() {
-	if d.bp == nil {
-		return
+	buf := d.buf
+	if cap(buf) > 1<<20 {
+		buf = nil
 	}
-	if cap(d.buf) <= 1<<20 {
-		*d.bp = d.buf
-	}
-	scratchPool.Put(d.bp)
-	d.bp = nil
+	*d = Dec{buf: buf}
+	decPool.Put(d)
 }
 
 // Arena is a loading worker's string store: unescaped strings are copied
@@ -136,40 +136,6 @@ func (d *Dec) Null() bool {
 		return true
 	}
 	return false
-}
-
-// Object calls field for each key of an object (the value follows). null
-// calls nothing, leaving the target untouched, as encoding/json does.
-func (d *Dec) Object(field func(key []byte)) {
-	if d.bad || d.Null() {
-		return
-	}
-	if !d.eat('{') {
-		d.Fail()
-		return
-	}
-	if d.eat('}') {
-		return
-	}
-	for !d.bad {
-		if d.Peek() != '"' {
-			d.Fail()
-			return
-		}
-		k := d.key()
-		if !d.eat(':') {
-			d.Fail()
-			return
-		}
-		field(k)
-		if d.eat(',') {
-			continue
-		}
-		if !d.eat('}') {
-			d.Fail()
-		}
-		return
-	}
 }
 
 // key reads an object key without unescaping (a key with escapes or
@@ -342,7 +308,7 @@ func (d *Dec) Str() string {
 		if b[i] < 0x80 {
 			break
 		}
-		n := utf8At(b, i)
+		n := utf8Len(b, i)
 		if n == 0 {
 			d.Fail()
 			return ""
@@ -442,7 +408,7 @@ func (d *Dec) strEscaped(s int) string {
 			o += utf8.EncodeRune(out[o:], r)
 			i = d.i
 		case c >= 0x80:
-			n := utf8At(b, i)
+			n := utf8Len(b, i)
 			if n == 0 {
 				d.Fail()
 				return ""
@@ -508,14 +474,26 @@ func (d *Dec) SkipStr() {
 // StrLen returns the length of the JSON string b starts with (b[0] is
 // '"'), quotes included, or 0 when it is not a valid one: bad escapes,
 // control bytes, invalid UTF-8, a missing closing quote. Escaped lone
-// surrogates are valid (encoding/json reads them as U+FFFD).
+// surrogates are valid (encoding/json reads them as U+FFFD). It runs on
+// every chunk line, so the plain run is scanned a word at a time here and
+// two- and three-byte UTF-8 sequences are checked in line.
 func StrLen(b []byte) int {
 	i := 1
 	for {
-		i += PlainLen(b[i:])
+		for i+8 <= len(b) {
+			if m := special(binary.LittleEndian.Uint64(b[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				goto stop
+			}
+			i += 8
+		}
+		for i < len(b) && !strStop[b[i]] {
+			i++
+		}
 		if i >= len(b) {
 			return 0
 		}
+	stop:
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1
@@ -531,16 +509,45 @@ func StrLen(b []byte) int {
 				return 0
 			}
 			i += 6
-		case c >= 0x80:
-			n := utf8At(b, i)
+		case c < 0x80:
+			return 0 // a control byte
+		default:
+			n := utf8Len(b, i)
 			if n == 0 {
 				return 0
 			}
 			i += n
-		default:
-			return 0
 		}
 	}
+}
+
+// utf8Len returns the length of the valid UTF-8 sequence b[i:] starts with
+// (b[i] >= 0x80), or 0 when it is not one; two- and three-byte sequences
+// without a call.
+func utf8Len(b []byte, i int) int {
+	c := b[i]
+	switch {
+	case c < 0xC2:
+		return 0
+	case c < 0xE0:
+		if i+1 < len(b) && b[i+1]&0xC0 == 0x80 {
+			return 2
+		}
+		return 0
+	case c < 0xF0:
+		lo, hi := byte(0x80), byte(0xBF)
+		switch c {
+		case 0xE0:
+			lo = 0xA0
+		case 0xED:
+			hi = 0x9F // no surrogates
+		}
+		if i+2 < len(b) && b[i+1] >= lo && b[i+1] <= hi && b[i+2]&0xC0 == 0x80 {
+			return 3
+		}
+		return 0
+	}
+	return utf8At(b, i)
 }
 
 var hexVal = func() (t [256]int8) {

@@ -92,49 +92,79 @@ func FuzzInts(f *testing.F) {
 	})
 }
 
-// TestFields: the field table follows encoding/json: null leaves a scalar
-// as it is and empties a slice; a key it does not know (or knows only
-// case-folded) or a repeated key makes it give up.
-func TestFields(t *testing.T) {
-	type obj struct {
-		S string
-		N int
-		B bool
-		L []int64
-		R json.RawMessage
+// TestObj: a plan follows encoding/json: null leaves a scalar or struct
+// as it is and empties a slice or pointer; a key it does not know (or
+// knows only case-folded) or a repeated key makes it give up.
+func TestObj(t *testing.T) {
+	type inner struct {
+		A int `json:"a"`
 	}
+	type obj struct {
+		S string          `json:"s"`
+		N int             `json:"n"`
+		B bool            `json:"b"`
+		L []int64         `json:"l"`
+		R json.RawMessage `json:"r"`
+		P *int            `json:"p"`
+		I inner           `json:"i"`
+		C []inner         `json:"c"`
+	}
+	o := ObjOf[obj](Custom("c", func(d *Dec, v *obj) { v.C = List(d, ObjOf[inner](), 0) }))
+	seven := 7
+	start := func() obj { return obj{S: "keep", N: 7, B: true, L: []int64{9}, P: &seven, I: inner{3}} }
 	dec := func(s string) (obj, bool) {
-		v := obj{S: "keep", N: 7, B: true, L: []int64{9}}
+		v := start()
 		d := Dec{b: []byte(s)}
-		d.Fields(F("s", &v.S), F("n", &v.N), F("b", &v.B), F("l", &v.L), F("r", &v.R))
+		o.Decode(&d, &v)
 		return v, d.Done()
 	}
-	for _, s := range []string{`{"s":"a","n":2}`, `{"s":null,"n":null,"b":null,"l":null,"r":null}`, `{"l":[]}`, `{"r":{"x":[1,"y"]}}`, `null`, `{}`} {
+	for _, s := range []string{`{"s":"a","n":2,"p":3,"i":{"a":4},"c":[{"a":1},{}]}`, `{"s":null,"n":null,"b":null,"l":null,"r":null,"p":null,"i":null,"c":null}`,
+		`{"l":[],"c":[]}`, `{"r":{"x":[1,"y"]}}`, `null`, `{}`, `{"i":{}}`} {
 		got, ok := dec(s)
-		want := obj{S: "keep", N: 7, B: true, L: []int64{9}}
+		want := start()
 		if err := json.Unmarshal([]byte(s), &want); err != nil || !ok {
-			t.Fatalf("%s: fields %v, json %v", s, ok, err)
+			t.Fatalf("%s: plan %v, json %v", s, ok, err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: fields %#v, json %#v", s, got, want)
+			t.Errorf("%s: plan %#v, json %#v", s, got, want)
 		}
 	}
-	for _, s := range []string{`{"S":"a"}`, `{"x":1}`, `{"s":1}`, `{"n":"1"}`, `{"s":"a",}`, `{"s":"a"} x`, `{"s":"a","s":"b"}`, `{"l":[1],"l":[]}`} {
+	for _, s := range []string{`{"S":"a"}`, `{"x":1}`, `{"s":1}`, `{"n":"1"}`, `{"s":"a",}`, `{"s":"a"} x`, `{"s":"a","s":"b"}`, `{"l":[1],"l":[]}`, `{"i":{"a":1,"a":2}}`, `{"i":[]}`} {
 		if _, ok := dec(s); ok {
-			t.Errorf("%s: fields took it", s)
+			t.Errorf("%s: the plan took it", s)
 		}
 	}
-	// Lazy fields are validated only when loading.
-	var s string
-	d := Dec{b: []byte(`{"s":"a\u0041"}`), a: new(Arena)}
-	d.Fields(Lazy("s", &s))
-	if !d.Done() || s != "" {
-		t.Errorf("lazy: %v %q", d.Done(), s)
+	// Lazy fields are validated only when loading (or checking), Text
+	// fields only when checking.
+	type lz struct {
+		S string `json:"s"`
+		T string `json:"t"`
 	}
-	d = Dec{b: []byte(`{"s":5}`), a: new(Arena)}
-	d.Fields(Lazy("s", &s))
-	if d.Done() {
-		t.Errorf("lazy string took a number")
+	lo := ObjOf[lz](Lazy("s"), Text("t"))
+	for _, tc := range []struct {
+		mode      string
+		in        string
+		ok        bool
+		s, tfield string
+	}{
+		{"plain", `{"s":"a","t":"b"}`, true, "a", "b"},
+		{"log", `{"s":"a","t":"b"}`, true, "", "b"},
+		{"check", `{"s":"a","t":"b"}`, true, "", ""},
+		{"log", `{"s":5}`, false, "", ""},
+		{"check", `{"t":5}`, false, "", ""},
+	} {
+		var v lz
+		d := Dec{b: []byte(tc.in)}
+		switch tc.mode {
+		case "log":
+			d.a = new(Arena)
+		case "check":
+			d.Check()
+		}
+		lo.Decode(&d, &v)
+		if d.Done() != tc.ok || (tc.ok && (v.S != tc.s || v.T != tc.tfield)) {
+			t.Errorf("%s %s: %v %+v", tc.mode, tc.in, d.Done(), v)
+		}
 	}
 }
 
@@ -300,6 +330,30 @@ func TestSWARDigits(t *testing.T) {
 			x, _ := strconv.ParseUint(string(b[:got]), 10, 64)
 			if v := Swar8(b, got); v != x {
 				t.Fatalf("Swar8(%q, %d) = %d, want %d", b, got, v, x)
+			}
+		}
+	}
+}
+
+// TestUTF8Len: the in-line UTF-8 check agrees with unicode/utf8 on every
+// lead and second byte, with third and fourth bytes on the boundaries.
+func TestUTF8Len(t *testing.T) {
+	edge := []byte{0x00, 0x7f, 0x80, 0x9f, 0xa0, 0xbf, 0xc0, 0xff}
+	for c0 := 0x80; c0 < 0x100; c0++ {
+		for c1 := 0; c1 < 0x100; c1++ {
+			for _, c2 := range edge {
+				for _, c3 := range edge {
+					for _, b := range [][]byte{{byte(c0), byte(c1), c2, c3}, {byte(c0), byte(c1)}, {byte(c0)}} {
+						r, n := utf8.DecodeRune(b)
+						want := n
+						if r == utf8.RuneError && n == 1 {
+							want = 0
+						}
+						if got := utf8Len(b, 0); got != want {
+							t.Fatalf("utf8Len(% x) = %d, want %d", b, got, want)
+						}
+					}
+				}
 			}
 		}
 	}
