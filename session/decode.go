@@ -24,6 +24,7 @@ var (
 	replacesObj = wire.ObjOf[Replaces]()
 	lostObj     = wire.ObjOf[Lost]()
 	callDelta   = wire.ObjOf[llm.ToolCallDelta]()
+	prefixObj   = wire.ObjOf[Prefix]()
 
 	// content reads a list of parts.
 	content = func(d *wire.Dec) []llm.Part { return wire.List(d, partObj, 2) }
@@ -41,7 +42,8 @@ var (
 			}
 		}),
 		wire.Nested("params", floatOf("temperature", func(p *llm.Params) **float64 { return &p.Temperature }),
-			floatOf("topP", func(p *llm.Params) **float64 { return &p.TopP })))
+			floatOf("topP", func(p *llm.Params) **float64 { return &p.TopP })),
+		wire.Custom("prefix", func(d *wire.Dec, v *RequestHeader) { v.Prefix = wire.Ptr(d, prefixObj) }))
 	assistantChunkObj = wire.ObjOf[AssistantChunk](
 		wire.Nested("delta", wire.Custom("toolCall", func(d *wire.Dec, v *llm.Delta) { v.ToolCall = wire.Ptr(d, callDelta) })),
 		wire.Custom("lost", func(d *wire.Dec, v *AssistantChunk) { v.Lost = wire.Ptr(d, lostObj) }))

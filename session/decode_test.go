@@ -83,6 +83,7 @@ func TestFastDecodeMatchesJSON(t *testing.T) {
 		&AssistantMessage{Turn: 1, Step: 1, ChunkSeqs: []int64{1}},
 		&ToolResult{Turn: 1, Step: 1, CallID: "c", Meta: json.RawMessage(`{"a":1}`)},
 		&RequestHeader{Turn: 1, Step: 1},
+		&RequestHeader{Turn: 1, Step: 2, Reason: HeaderChange, Tools: []llm.ToolSpec{}, Prefix: &Prefix{Messages: 3, Bytes: 1200, Break: BreakTools}},
 		&TurnEnd{Turn: 2, Reason: Reason{Kind: ReasonAborted, Cause: CauseUser}},
 		&AssistantChunk{Turn: 1, Step: 2, Delta: llm.Delta{ToolCall: &llm.ToolCallDelta{Index: 1, ID: "c", Name: "n", Arguments: "{\"a\""}}},
 		&HookResult{Turn: new(int), Point: "p", Hook: "h", Decision: "pass", ExitCode: new(int), DurationMs: 12, Stderr: "x"},

@@ -57,11 +57,17 @@ type LockedError struct {
 	// backend knows it (0 when not; this process's pid when the other
 	// writer is in this process).
 	PID int
+	// Holder names the holder in the backend's words when it is no local
+	// process (a lease's holder, host:pid), else "".
+	Holder string
 }
 
 func (e *LockedError) Error() string {
-	if e.PID > 0 {
+	switch {
+	case e.PID > 0:
 		return fmt.Sprintf("%v: %s (pid %d)", ErrLocked, e.ID, e.PID)
+	case e.Holder != "":
+		return fmt.Sprintf("%v: %s (held by %s)", ErrLocked, e.ID, e.Holder)
 	}
 	return fmt.Sprintf("%v: %s", ErrLocked, e.ID)
 }

@@ -335,7 +335,11 @@ prints the new session's id.
 			if !cmd.Flags().Changed("at") {
 				at = fp.At
 				if fp.At < fp.Last {
-					fmt.Fprintf(a.stderr, "rein: session %s is inside a turn after #%d (running, or interrupted by a crash); forking at #%d\n", id, fp.At, fp.At)
+					why := "interrupted by a crash"
+					if fp.Locked != nil {
+						why = runningWhere(fp.Locked)
+					}
+					fmt.Fprintf(a.stderr, "rein: session %s is inside a turn after #%d (%s); forking at #%d, the last stable point\n", id, fp.At, why, fp.At)
 				}
 			}
 			cwd := fp.Header.Cwd
@@ -374,7 +378,7 @@ func (a *app) lastForkPoint(ctx context.Context, st store.Store, id string) (jso
 	// The repair closes an open turn in memory only, after the stored
 	// events: they end inside it, where ForkPoint refuses.
 	l := loaded.Log
-	fp := jsonl.ForkPoint{Last: l.Len() - 1 - int64(len(loaded.Repair)), Header: l.Header()}
+	fp := jsonl.ForkPoint{Last: l.Len() - 1 - int64(len(loaded.Repair)), Header: l.Header(), Locked: loaded.Locked}
 	fp.At = session.StablePoint(l, fp.Last)
 	return fp, nil
 }

@@ -506,8 +506,11 @@ func latestIn(ctx context.Context, st store.Store, dir string) (string, error) {
 func lockedError(id string, err error) error {
 	if errors.Is(err, store.ErrLocked) {
 		var le *store.LockedError
-		errors.As(err, &le)
-		return exitWith(ExitLocked, fmt.Errorf("session %s is %s", id, runningWhere(le)))
+		if errors.As(err, &le) {
+			return exitWith(ExitLocked, fmt.Errorf("session %s is %s", id, runningWhere(le)))
+		}
+		// Another backend's holder (a lease): its own words.
+		return exitWith(ExitLocked, fmt.Errorf("session %s is running elsewhere: %w", id, err))
 	}
 	return err
 }
@@ -539,6 +542,8 @@ func titleHook() agent.Hook[agent.Prompt, agent.Admission] {
 // runningWhere says where a held session runs.
 func runningWhere(le *store.LockedError) string {
 	switch {
+	case le != nil && le.PID <= 0 && le.Holder != "":
+		return "running in another process (" + le.Holder + ")"
 	case le == nil || le.PID <= 0:
 		return "running in another process"
 	case le.PID == os.Getpid():

@@ -19,14 +19,15 @@ import (
 // ev.Data, which is reused for the next line. A torn final line is
 // skipped, as Load does.
 //
-// It checks each line's envelope and seq, decodes and checks every payload
-// but a chunk's (whose data is checked to be one bracketed value), and
-// runs the session invariant, failing as Load does (a *store.LineError
-// naming the line) after fn has seen the events before the bad line.
+// It validates each line as Load does (envelope, seq, payload, chunks'
+// included, and the session invariant), failing as Load does (a
+// *store.LineError naming the line) after fn has seen the events before
+// the bad line, and judges a torn final line as Load does.
 //
 // It returns the events crash repair adds to a session left inside a turn
 // or a between-turn compaction (see Load), which fn does not see; only
-// then does it read the session again, through Load.
+// then does it read the session again, through Load. A session another
+// writer holds is not repaired: its open turn is running.
 func (s *Store) Stream(ctx context.Context, id string, fn func(ev session.Event) error) (repair []session.Event, err error) {
 	if err := checkID(id); err != nil {
 		return nil, err
@@ -69,7 +70,7 @@ func (s *Store) Stream(ctx context.Context, id string, fn func(ev session.Event)
 		switch {
 		case !ev.Type.Known() && !ev.Ignorable:
 			return lineErr(next+2, fmt.Errorf("%w: %q at seq %d", session.ErrUnknownType, ev.Type, ev.Seq))
-		case ev.Type.Known() && ev.Type != session.TypeAssistantChunk:
+		case ev.Type.Known():
 			if p, err = ev.Decode(); err != nil {
 				return lineErr(next+2, err)
 			}
@@ -112,12 +113,12 @@ func (s *Store) Stream(ctx context.Context, id string, fn func(ev session.Event)
 		}
 		held, cur = cur, held
 	}
-	if held != nil && !tornFinal(held[:len(held)-1]) {
+	if held != nil && !store.LostWrite(held[:len(held)-1]) {
 		if err := put(held[:len(held)-1]); err != nil {
 			return nil, err
 		}
 	}
-	if !turnOpen && !compOpen {
+	if !turnOpen && !compOpen || s.holder(id) != nil {
 		return nil, nil
 	}
 	ld, err := s.Load(ctx, id, store.LoadOptions{})
@@ -142,15 +143,6 @@ func readLine(r *bufio.Reader, b []byte) ([]byte, error) {
 	}
 }
 
-// tornFinal reports whether the final line of a session file is a torn
-// tail: only the last commit can be unsynced, so only the final line can
-// hold a lost page (zeros), and a final line that is not JSON is torn,
-// whatever its prefix says.
-func tornFinal(line []byte) bool {
-	_, err := session.ParseLine(line)
-	return err != nil || !json.Valid(line)
-}
-
 // ForkPoint is where a fork of a session at its latest stable point goes
 // (see LastForkPoint).
 type ForkPoint struct {
@@ -161,6 +153,9 @@ type ForkPoint struct {
 	Last int64
 	// Header is the session's header.
 	Header session.Header
+	// Locked says who holds the session's writer, when one does (the open
+	// turn is running, not interrupted).
+	Locked *store.LockedError
 }
 
 // LastForkPoint returns where session id can be forked latest: its last
@@ -211,5 +206,6 @@ func (s *Store) LastForkPoint(ctx context.Context, id string) (ForkPoint, error)
 	if fp.At >= 0 && x.forkPoint(fp.At) != nil {
 		return ForkPoint{}, fmt.Errorf("jsonl: %s: no fork point found before seq %d", id, fp.Last)
 	}
+	fp.Locked = s.holder(id)
 	return fp, nil
 }

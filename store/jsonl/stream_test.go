@@ -57,6 +57,11 @@ func TestStreamAgreesWithLoad(t *testing.T) {
 	w.(*writer).abandon()
 	good := mustRead(t, s.Path("p"))
 	ends := lineEnds(good)
+	// A chunk line naming another step.
+	chunkAt := strings.Index(string(good), `"type":"assistant/chunk"`)
+	chunkAt = strings.LastIndex(string(good[:chunkAt]), "\n") + 1
+	chunkLine := string(good[chunkAt : chunkAt+strings.Index(string(good[chunkAt:]), "\n")+1])
+	badChunk := strings.Replace(chunkLine, `"step":`, `"step":9`, 1)
 	for name, content := range map[string]string{
 		"crashed":   string(good),
 		"torn":      string(good) + `{"seq":999,"type":"ses`,
@@ -65,6 +70,12 @@ func TestStreamAgreesWithLoad(t *testing.T) {
 		"corrupt":   string(good[:ends[5]]) + `{"seq":5,"type":"user/mes` + "\x00garbage\n" + string(good[ends[6]:]),
 		"seq-gap":   string(good[:ends[5]]) + string(good[ends[6]:]),
 		"invariant": string(good[:ends[2]]) + strings.Replace(string(good[ends[2]:ends[3]]), `"turn/start"`, `"turn/end"`, 1) + string(good[ends[3]:]),
+		// A complete final line that does not parse is damage, not a torn
+		// write; so are bytes that are not UTF-8 and a chunk of another
+		// step.
+		"edited":   string(good) + `{"seq":999,"type":"session/title","time":"x"}` + "\n",
+		"not-utf8": string(good[:ends[5]]) + strings.Replace(string(good[ends[5]:ends[6]]), `"data":{`, `"data":{"`+"\xff"+`":0,`, 1) + string(good[ends[6]:]),
+		"chunk":    string(good[:chunkAt]) + badChunk + string(good[chunkAt+len(chunkLine):]),
 	} {
 		t.Run(name, func(t *testing.T) {
 			os.WriteFile(s.Path("p"), []byte(content), 0o600)

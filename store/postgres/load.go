@@ -32,15 +32,17 @@ const (
 )
 
 // load reads session id (header and events in one snapshot) and parses it
-// as the JSONL store parses a file: rows are lines, a final row that does
-// not parse is a torn tail (dropped, reported in TornBytes), a bad row
-// before others is corruption (a *store.LineError, the header being line
-// 1) unless opts.Salvage skips it. The result is repaired in memory.
+// as the JSONL store parses a file (store.ReadFile): rows are lines, every
+// one validated; a final row of zeros that does not parse is a torn tail
+// (dropped, reported in TornBytes); any other bad row is damage (a
+// *store.LineError, the header being line 1), unless opts.Salvage, which
+// keeps what session.(*Log).Salvage can prove. With repair set the result
+// is repaired in memory.
 //
 // One goroutine receives lines into segments while this one parses them
 // (session.Log.AppendLines, itself parallel); the events alias the
 // segments.
-func (s *Store) load(ctx context.Context, id string, opts store.LoadOptions) (*parsed, error) {
+func (s *Store) load(ctx context.Context, id string, opts store.LoadOptions, repair bool) (*parsed, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, unreadable(err)
@@ -122,30 +124,26 @@ func (s *Store) load(ctx context.Context, id string, opts store.LoadOptions) (*p
 		return nil
 	}
 
+	if opts.Salvage {
+		// Salvage looks ahead of a damaged line: the whole file at once.
+		data := append(append([]byte(nil), raw...), '\n')
+		for seg := range segs {
+			data = append(data, seg...)
+		}
+		if err := finish(); err != nil {
+			return nil, err
+		}
+		ld, err := store.ReadFile(file, data, opts, repair)
+		if err != nil {
+			return nil, err
+		}
+		return &parsed{header: ld.Log.Header(), loaded: ld, size: int64(len(data) - ld.TornBytes)}, nil
+	}
 	l := session.NewLog(hdr)
 	ld := &store.Loaded{Log: l}
-	// feed appends whole lines, skipping bad ones under Salvage.
 	feed := func(body []byte) error {
-		for len(body) > 0 {
-			err := l.AppendLines(body)
-			if err == nil {
-				return nil
-			}
-			var lerr *session.LineError
-			if !errors.As(err, &lerr) {
-				return err
-			}
-			cause := lerr.Err
-			if errors.Is(cause, session.ErrInvariant) && lerr.Seq >= 0 && lerr.Seq != l.Len() {
-				cause = fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, lerr.Seq, l.Len())
-			}
-			// Every line before the failing one was appended or dropped.
-			line := 2 + int(l.Len()) + len(ld.Dropped)
-			if !opts.Salvage {
-				return lineErr(line, cause)
-			}
-			ld.Dropped = append(ld.Dropped, store.Dropped{Line: line, Err: cause})
-			body = body[lerr.End:]
+		if err := l.AppendLines(body); err != nil {
+			return store.LoadError(file, l.Len(), 2, err)
 		}
 		return nil
 	}
@@ -170,12 +168,11 @@ func (s *Store) load(ctx context.Context, id string, opts store.LoadOptions) (*p
 		return nil, err
 	}
 	if len(pending) > 0 {
-		last := pending[:len(pending)-1]
-		// A final line that is not an event is what a crash while
-		// writing leaves in a file; rows cannot tear, but an import or an
-		// edit can leave one, and it is treated the same way.
-		if _, err := session.ParseLine(last); err != nil || !json.Valid(last) {
-			ld.TornBytes = len(last)
+		// Rows cannot tear, but an import or an edit can leave a final
+		// row that is what a crash leaves in a file (zeros): dropped as a
+		// file's would be. Any other bad row is damage.
+		if last := pending[:len(pending)-1]; store.LostWrite(last) {
+			ld.TornBytes, ld.TornZeros = len(last), true
 			total -= int64(len(pending))
 			pending = nil
 		}
@@ -183,11 +180,13 @@ func (s *Store) load(ctx context.Context, id string, opts store.LoadOptions) (*p
 			return nil, err
 		}
 	}
-	rep, err := session.Repair(l)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: repair %s: %w", id, err)
+	if repair {
+		rep, err := session.Repair(l)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: repair %s: %w", id, err)
+		}
+		ld.Repair = rep
 	}
-	ld.Repair = rep
 	return &parsed{header: hdr, loaded: ld, size: total}, nil
 }
 

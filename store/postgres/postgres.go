@@ -237,6 +237,22 @@ RETURNING lease_token`,
 	return s.newWriter(h, token, 0, sent), nil
 }
 
+// refusal is the error of a fork at seq at of session id, which lies
+// inside a turn (or else a between-turn compaction): session.ForkPoint's,
+// naming the nearest stable points, when the session loads.
+func (s *Store) refusal(ctx context.Context, id string, at int64, inTurn bool) error {
+	if p, err := s.load(ctx, id, store.LoadOptions{Salvage: true}, false); err == nil {
+		if err := session.ForkPoint(p.loaded.Log, at); errors.Is(err, session.ErrOpenTurn) {
+			return fmt.Errorf("postgres: fork %s: %w", id, err)
+		}
+	}
+	what := "a compaction"
+	if inTurn {
+		what = "a turn"
+	}
+	return fmt.Errorf("%w: fork seq %d of %s is inside %s", session.ErrOpenTurn, at, id, what)
+}
+
 // LockedError is the store.ErrLocked of a session whose lease another
 // writer holds: who, and for how much longer unless renewed.
 type LockedError struct {
@@ -321,7 +337,7 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := s.load(ctx, id, store.LoadOptions{})
+	p, err := s.load(ctx, id, store.LoadOptions{}, true)
 	if err != nil {
 		_ = s.release(context.WithoutCancel(ctx), id, token)
 		return nil, nil, err
@@ -422,15 +438,26 @@ WHERE id = $1 AND lease_expires > now()`, id)
 }
 
 // Load implements store.Store: the header and events are read in one
-// snapshot and repaired in memory, nothing is written.
+// snapshot and repaired in memory (unless another writer holds the
+// session's lease), nothing is written.
 func (s *Store) Load(ctx context.Context, id string, opts store.LoadOptions) (*store.Loaded, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	p, err := s.load(ctx, id, opts)
+	// A session whose lease another writer holds is read as written and
+	// not repaired: its open turn is running, not interrupted.
+	var locked *store.LockedError
+	var le *LockedError
+	if err := s.held(ctx, id); errors.As(err, &le) {
+		locked = &store.LockedError{ID: id, Holder: le.Holder}
+	} else if err != nil {
+		return nil, err
+	}
+	p, err := s.load(ctx, id, opts, locked == nil)
 	if err != nil {
 		return nil, err
 	}
+	p.loaded.Locked = locked
 	return p.loaded, nil
 }
 
@@ -521,11 +548,8 @@ FROM rein_events WHERE session_id = $1 AND seq <= $2`, id, at).
 		if line == nil || last != at {
 			return session.Header{}, fmt.Errorf("postgres: fork %s at seq %d: out of range -1..%d", id, at, stored-1)
 		}
-		switch {
-		case openTurns > 0:
-			return session.Header{}, fmt.Errorf("%w: fork seq %d of %s is inside a turn", session.ErrOpenTurn, at, id)
-		case openComps > 0:
-			return session.Header{}, fmt.Errorf("%w: fork seq %d of %s is inside a compaction", session.ErrOpenTurn, at, id)
+		if openTurns > 0 || openComps > 0 {
+			return session.Header{}, s.refusal(ctx, id, at, openTurns > 0)
 		}
 		ev, err := session.ParseLine(line)
 		if err != nil {

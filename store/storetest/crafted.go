@@ -66,10 +66,8 @@ func testRunning(t *testing.T, h Harness) {
 	if _, open := ld.Log.Turn(); !open {
 		t.Errorf("the running turn was closed")
 	}
-	_, _, err = s.Open(ctx, "run")
-	var le *store.LockedError
-	if !errors.As(err, &le) || le.ID != "run" {
-		t.Errorf("Open of a held session: %v, want a *store.LockedError", err)
+	if _, _, err = s.Open(ctx, "run"); !errors.Is(err, store.ErrLocked) {
+		t.Errorf("Open of a held session: %v, want ErrLocked", err)
 	}
 	crash(t, h, w)
 	ld = load(t, s, "run")
