@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -174,49 +173,15 @@ it (try 'rein sessions repair' on the original). It prints the id.`,
 	return cmd
 }
 
-// parseSessionFile parses a session file as loading does, without repair:
-// a final line without its newline, or one that does not parse, is torn
-// (its size is returned); any other bad line is an error naming file and
-// line.
+// parseSessionFile parses a session file as loading does (store.ReadFile),
+// without repair: a torn final line (its size is returned) is dropped; any
+// other bad line is an error naming file and line.
 func parseSessionFile(name string, data []byte) (*session.Log, int, error) {
-	nl := bytes.IndexByte(data, '\n')
-	if nl < 0 {
-		return nil, 0, &store.LineError{File: name, Line: 1, Err: fmt.Errorf("%w: no complete header line", session.ErrCorrupt)}
-	}
-	var h session.Header
-	if err := json.Unmarshal(data[:nl], &h); err != nil {
-		if !errors.Is(err, session.ErrCorrupt) && !errors.Is(err, session.ErrVersion) {
-			err = fmt.Errorf("%w: header: %v", session.ErrCorrupt, err)
-		}
-		return nil, 0, &store.LineError{File: name, Line: 1, Err: err}
-	}
-	body := data[nl+1:]
-	l := session.NewLog(h)
-	feed := func(lines []byte) error {
-		err := l.AppendLines(lines)
-		var lerr *session.LineError
-		if errors.As(err, &lerr) {
-			err = lerr.Err
-		}
-		if err != nil {
-			return &store.LineError{File: name, Line: 2 + int(l.Len()), Err: err}
-		}
-		return nil
-	}
-	// The final line is judged apart: only it can be torn.
-	final := body[bytes.LastIndexByte(bytes.TrimSuffix(body, []byte("\n")), '\n')+1:]
-	if err := feed(body[:len(body)-len(final)]); err != nil {
+	ld, err := store.ReadFile(name, data, store.LoadOptions{}, false)
+	if err != nil {
 		return nil, 0, err
 	}
-	if line, ok := bytes.CutSuffix(final, []byte("\n")); len(final) > 0 {
-		if _, err := session.ParseLine(line); !ok || err != nil || !json.Valid(line) {
-			return l, len(final), nil
-		}
-		if err := feed(final); err != nil {
-			return nil, 0, err
-		}
-	}
-	return l, 0, nil
+	return ld.Log, ld.TornBytes, nil
 }
 
 // follow prints session id's events as they are appended, in whatever
