@@ -237,6 +237,46 @@ RETURNING lease_token`,
 	return s.newWriter(h, token, 0, sent), nil
 }
 
+// validateRows checks session id's lines 0..at (of header h) as loading
+// them would, in pieces of about a megabyte, keeping none.
+func validateRows(ctx context.Context, tx pgx.Tx, id string, at int64, h session.Header) error {
+	if at < 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT line FROM rein_events WHERE session_id = $1 AND seq <= $2 ORDER BY seq`, id, at)
+	if err != nil {
+		return unreadable(err)
+	}
+	defer rows.Close()
+	v := session.NewValidator(h)
+	buf := make([]byte, 0, 1<<20)
+	flush := func() error {
+		if err := v.AppendLines(buf); err != nil {
+			return store.LoadError(fileName(id), v.Len(), 2, err)
+		}
+		buf = buf[:0]
+		return nil
+	}
+	for rows.Next() {
+		buf = append(append(buf, rows.RawValues()[0]...), '\n')
+		if len(buf) >= 1<<20 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return unreadable(err)
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	if v.Len() != at+1 {
+		return fmt.Errorf("%w: %d events up to seq %d", store.ErrSeq, v.Len(), at)
+	}
+	return v.ForkPoint(at)
+}
+
 // refusal is the error of a fork at seq at of session id, which lies
 // inside a turn (or else a between-turn compaction): session.ForkPoint's,
 // naming the nearest stable points, when the session loads.
@@ -487,8 +527,9 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 // child's header and summary, then the parent's events 0..at. The fork
 // point is decided from the event types alone (session.ForkPoint's rule:
 // at is refused when more turns, or between-turn compactions, have started
-// than ended by then), and line at is parsed to check its seq; no other
-// event is decoded.
+// than ended by then), and line at is parsed to check its seq; then the
+// lines 0..at are read and validated (session.Validator) before any is
+// copied.
 func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header) (session.Header, error) {
 	if err := checkID(id); err != nil {
 		return session.Header{}, err
@@ -568,6 +609,11 @@ FROM rein_events WHERE session_id = $1 AND seq <= $2`, id, at).
 				title = t
 			}
 		}
+	}
+	// Every line the child gets is validated, as a load of the parent up
+	// to at would: a child never holds what its parent could not load.
+	if err := validateRows(ctx, tx, id, at, ph); err != nil {
+		return session.Header{}, fmt.Errorf("postgres: fork %s at seq %d: %w", id, at, err)
 	}
 	hline, err := headerLine(h)
 	if err != nil {

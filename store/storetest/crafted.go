@@ -224,6 +224,9 @@ func testCrafted(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("torn final line", func(t *testing.T) {
+		if h.NoTornTails {
+			t.Skip("the backend's lines cannot be cut short")
+		}
 		b, file := crafted(t)
 		ln := eventLine(file, int(b.log.Len())-1)
 		s := h.New(t)
@@ -240,7 +243,8 @@ func testCrafted(t *testing.T, h Harness) {
 		s := h.New(t)
 		h.PutFile(t, s, "cr", append(file, ln...))
 		ld := load(t, s, "cr")
-		if ld.TornBytes != len(ln) || !ld.TornZeros || ld.Log.Len() != b.log.Len() {
+		// (A backend of rows counts the line without its newline.)
+		if (ld.TornBytes != len(ln) && ld.TornBytes != len(ln)-1) || !ld.TornZeros || ld.Log.Len() != b.log.Len() {
 			t.Errorf("lost page: torn %d (zeros %v), %d events", ld.TornBytes, ld.TornZeros, ld.Log.Len())
 		}
 		w, _ := open(t, s, "cr")

@@ -79,6 +79,10 @@ type Harness struct {
 	// back as those lines (raw, for a database). The crafted-file cases
 	// and Fuzz skip when it is nil.
 	PutFile func(t *testing.T, s store.Store, id string, file []byte)
+	// NoTornTails says the backend's storage cannot hold a final line cut
+	// short (a table of rows, each a whole line): the crafted case of a
+	// line without its newline skips.
+	NoTornTails bool
 }
 
 // crash drops w through the harness, skipping the test when the backend
