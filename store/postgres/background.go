@@ -124,10 +124,6 @@ func (s *Store) notifyAll(ctx context.Context, ids []string) {
 // half done and any process may take over.
 const indexChunk = 5000
 
-// messageTypes are the events whose text is indexed.
-var messageTypes = []string{string(session.TypeUserMessage), string(session.TypeSteeringMessage),
-	string(session.TypeAssistantMessage), string(session.TypeToolResult)}
-
 func (s *Store) indexAll(ctx context.Context, ids []string) {
 	for _, id := range ids {
 		for {
@@ -169,24 +165,32 @@ FROM rein_search_state x WHERE x.session_id = $1 FOR UPDATE`, id).Scan(&indexed,
 	}
 	upto := min(next, indexed+indexChunk)
 	rows, err := tx.Query(ctx, `
-SELECT seq, line FROM rein_events WHERE session_id = $1 AND seq >= $2 AND seq < $3 AND type = ANY($4) ORDER BY seq`,
-		id, indexed, upto, messageTypes)
+SELECT first_seq, first_byte, lines FROM rein_segments
+WHERE session_id = $1 AND first_seq < $3 AND first_seq >= coalesce(
+	(SELECT max(first_seq) FROM rein_segments WHERE session_id = $1 AND first_seq <= $2), 0)
+ORDER BY first_seq`, id, indexed, upto)
 	if err != nil {
 		return false, err
 	}
-	var seqs []int64
+	var seqs, offs []int64
+	var lens []int32
 	var texts []string
 	for rows.Next() {
-		var seq int64
-		var line []byte
-		if err := rows.Scan(&seq, &line); err != nil {
+		var first, off int64
+		var lines []byte
+		if err := rows.Scan(&first, &off, &lines); err != nil {
 			rows.Close()
 			return false, err
 		}
-		if ev, err := session.ParseLine(line); err == nil {
-			if t := messageText(ev); t != nil {
-				seqs, texts = append(seqs, seq), append(texts, *t)
+		for seq, line := range segLines(first, lines) {
+			if seq >= indexed && seq < upto {
+				if ev, err := session.ParseLine(line); err == nil {
+					if t := messageText(ev); t != nil {
+						seqs, offs, lens, texts = append(seqs, seq), append(offs, off), append(lens, int32(len(line))), append(texts, *t)
+					}
+				}
 			}
+			off += int64(len(line)) + 1
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -194,9 +198,10 @@ SELECT seq, line FROM rein_events WHERE session_id = $1 AND seq >= $2 AND seq < 
 	}
 	if len(seqs) > 0 {
 		if _, err := tx.Exec(ctx, `
-INSERT INTO rein_search (session_id, seq, tsv)
-SELECT $1, u.seq, to_tsvector('simple', u.txt) FROM unnest($2::bigint[], $3::text[]) AS u(seq, txt)
-ON CONFLICT DO NOTHING`, id, seqs, texts); err != nil {
+INSERT INTO rein_search (session_id, seq, off, len, tsv)
+SELECT $1, u.seq, u.off, u.len, to_tsvector('simple', u.txt)
+FROM unnest($2::bigint[], $3::bigint[], $4::integer[], $5::text[]) AS u(seq, off, len, txt)
+ON CONFLICT DO NOTHING`, id, seqs, offs, lens, texts); err != nil {
 			return false, err
 		}
 	}

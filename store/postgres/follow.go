@@ -153,8 +153,8 @@ func (ln *listener) listen(ctx context.Context) error {
 	}
 }
 
-// followBatch is how many events Follow reads per query.
-const followBatch = 1000
+// followBatch is how many segments Follow reads per query.
+const followBatch = 64
 
 // followPoll is how long a follower waits for a notification before it
 // reads anyway: an announcement lost with a process that died right after
@@ -180,7 +180,7 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 		defer stop()
 		from = max(from, 0)
 		for {
-			evs, err := s.fetch(ctx, id, from)
+			evs, more, err := s.fetch(ctx, id, from)
 			if err != nil {
 				yield(session.Event{}, err)
 				return
@@ -191,7 +191,7 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 				}
 				from = ev.Seq + 1
 			}
-			if len(evs) == followBatch {
+			if more {
 				continue
 			}
 			t := time.NewTimer(followPoll)
@@ -208,51 +208,62 @@ func (s *Store) Follow(ctx context.Context, id string, from int64) iter.Seq2[ses
 	}
 }
 
-// fetch reads up to followBatch stored events of id from seq from on. A
-// final line that does not parse (torn) ends the batch without an error:
+// fetch reads the stored events of id from seq from on, as far as
+// followBatch segments go, and reports whether more segments may follow. A
+// final line that does not parse (torn) ends the events without an error:
 // the next writer's Open removes it.
-func (s *Store) fetch(ctx context.Context, id string, from int64) ([]session.Event, error) {
+func (s *Store) fetch(ctx context.Context, id string, from int64) ([]session.Event, bool, error) {
 	rows, err := s.pool.Query(ctx, `
-SELECT s.next_seq, e.seq, e.line FROM rein_sessions s
-LEFT JOIN rein_events e ON e.session_id = s.id AND e.seq >= $2 AND e.seq < $2 + $3
-WHERE s.id = $1 ORDER BY e.seq`, id, from, followBatch)
+SELECT s.next_seq, g.first_seq, g.lines FROM rein_sessions s
+LEFT JOIN LATERAL (
+	SELECT first_seq, lines FROM rein_segments
+	WHERE session_id = s.id AND last_seq >= $2 AND first_seq >= coalesce(
+		(SELECT max(first_seq) FROM rein_segments WHERE session_id = s.id AND first_seq <= $2), 0)
+	ORDER BY first_seq LIMIT $3) g ON true
+WHERE s.id = $1 ORDER BY g.first_seq`, id, from, followBatch)
 	if err != nil {
-		return nil, unreadable(err)
+		return nil, false, unreadable(err)
 	}
 	defer rows.Close()
-	found := false
+	found, segs := false, 0
 	var evs []session.Event
 	for rows.Next() {
 		found = true
 		var next int64
-		var seq *int64
-		var line []byte
-		if err := rows.Scan(&next, &seq, &line); err != nil {
-			return nil, unreadable(err)
+		var first *int64
+		var lines []byte
+		if err := rows.Scan(&next, &first, &lines); err != nil {
+			return nil, false, unreadable(err)
 		}
-		if seq == nil {
+		if first == nil {
 			break // the session, and no events from seq on
 		}
-		ev, err := session.ParseLine(line)
-		if err == nil && ev.Seq != *seq {
-			err = fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, ev.Seq, *seq)
-		}
-		if err != nil {
-			if *seq >= next {
-				break // a torn tail, not an event
+		segs++
+		for seq, line := range segLines(*first, lines) {
+			if seq < from {
+				continue
 			}
-			return nil, &store.LineError{File: fileName(id), Line: int(*seq) + 2, Err: err}
+			ev, err := session.ParseLine(line)
+			if err == nil && ev.Seq != seq {
+				err = fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, ev.Seq, seq)
+			}
+			if err != nil {
+				if seq >= next {
+					return evs, false, nil // a torn tail, not an event
+				}
+				return nil, false, &store.LineError{File: fileName(id), Line: int(seq) + 2, Err: err}
+			}
+			evs = append(evs, ev)
 		}
-		evs = append(evs, ev)
 	}
 	if err := rows.Err(); err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, err
+			return nil, false, err
 		}
-		return nil, unreadable(err)
+		return nil, false, unreadable(err)
 	}
 	if !found {
-		return nil, notFound(id)
+		return nil, false, notFound(id)
 	}
-	return evs, nil
+	return evs, segs == followBatch, nil
 }

@@ -4,11 +4,13 @@
 //
 // Layout (schema.go; versioned migrations, applied by Open): a row per
 // session in rein_sessions (the header line, a summary kept by every append
-// for listing, and the writer's lease) and a row per event in rein_events,
-// whose line column holds the event's JSONL line byte for byte, so a session
-// exports to exactly the file the JSONL store would hold and imports back.
-// Message text is indexed for search (a tsvector, 'simple' configuration)
-// in the background, off the append path (background.go).
+// for listing, and the writer's lease) and the events' JSONL lines, byte for
+// byte, in rein_segments: a row per commit holding a run of consecutive
+// lines, so a session exports to exactly the file the JSONL store would
+// hold and imports back, and loading reads few rows (load.go). Small
+// segments are merged in the background (pack.go). Message text is indexed
+// for search (a tsvector, 'simple' configuration) in the background, off
+// the append path (background.go).
 //
 // Writers hold leases, not locks: Create and Open take the session's lease
 // (holder, expiry by the server's clock, and a fencing token drawn from one
@@ -72,6 +74,10 @@ type Options struct {
 	// than this package's instead of migrating it (run Migrate as a role
 	// that may change the schema).
 	NoMigrate bool
+	// PackSize is the size in bytes up to which small segments of a
+	// session are merged into one in the background (pack.go). Default
+	// DefaultPackSize; negative: never.
+	PackSize int
 }
 
 // Store is a PostgreSQL session store. Close it to release its connections.
@@ -85,6 +91,10 @@ type Store struct {
 
 	notifier *worker // announces commits (notifyAll)
 	indexer  *worker // keeps the search index (indexAll)
+	packer   *worker // merges small segments (packAll)
+
+	packMu sync.Mutex
+	packs  map[string]packJob // queued for packer
 }
 
 var (
@@ -113,11 +123,14 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.RenewEvery <= 0 || opts.RenewEvery > opts.LeaseTTL/2 {
 		opts.RenewEvery = opts.LeaseTTL / 3
 	}
+	if opts.PackSize == 0 {
+		opts.PackSize = DefaultPackSize
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: postgres: %v", store.ErrUnreadable, err)
 	}
-	s := &Store{pool: pool, opts: opts}
+	s := &Store{pool: pool, opts: opts, packs: map[string]packJob{}}
 	err = pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
 		if _, _, err := migrate(ctx, c.Conn(), opts.NoMigrate); err != nil {
 			return err
@@ -138,6 +151,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s.notifier = startWorker(s.notifyAll)
 	s.indexer = startWorker(s.indexAll)
+	s.packer = startWorker(s.packAll)
 	if err := s.indexBacklog(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("%w: postgres: %v", store.ErrUnreadable, err)
@@ -155,12 +169,14 @@ func channelName(schema string) string {
 	return c
 }
 
-// Close lets queued announcements and indexing finish (for a few seconds
-// at most; what is left is indexed by the next Store opened on the
-// database), stops the listener and closes the connections. Writers still
-// open stop working (their leases expire).
+// Close lets queued announcements, packing and indexing finish (for a few
+// seconds at most; what is left is indexed by the next Store opened on the
+// database, and packed by the session's next writer), stops the listener
+// and closes the connections. Writers still open stop working (their
+// leases expire).
 func (s *Store) Close() {
 	s.notifier.stop(2 * time.Second)
+	s.packer.stop(5 * time.Second)
 	s.indexer.stop(10 * time.Second)
 	s.lnMu.Lock()
 	if s.ln != nil {
@@ -234,63 +250,19 @@ RETURNING lease_token`,
 	if err != nil {
 		return nil, unreadable(err)
 	}
-	return s.newWriter(h, token, 0, sent), nil
+	return s.newWriter(h, token, 0, 0, sent), nil
 }
 
-// validateRows checks session id's lines 0..at (of header h) as loading
-// them would, in pieces of about a megabyte, keeping none.
-func validateRows(ctx context.Context, tx pgx.Tx, id string, at int64, h session.Header) error {
-	if at < 0 {
-		return nil
-	}
-	rows, err := tx.Query(ctx, `SELECT line FROM rein_events WHERE session_id = $1 AND seq <= $2 ORDER BY seq`, id, at)
-	if err != nil {
-		return unreadable(err)
-	}
-	defer rows.Close()
-	v := session.NewValidator(h)
-	buf := make([]byte, 0, 1<<20)
-	flush := func() error {
-		if err := v.AppendLines(buf); err != nil {
-			return store.LoadError(fileName(id), v.Len(), 2, err)
-		}
-		buf = buf[:0]
-		return nil
-	}
-	for rows.Next() {
-		buf = append(append(buf, rows.RawValues()[0]...), '\n')
-		if len(buf) >= 1<<20 {
-			if err := flush(); err != nil {
-				return err
-			}
+// refusal is the error of a fork at seq at of session id that the lines up
+// to at refused (err): when the session loads, session.ForkPoint's on the
+// whole of it, which names the nearest stable points on both sides.
+func (s *Store) refusal(ctx context.Context, id string, at int64, err error) error {
+	if p, lerr := s.load(ctx, id, store.LoadOptions{Salvage: true}, false, 0); lerr == nil {
+		if ferr := session.ForkPoint(p.loaded.Log, at); errors.Is(ferr, session.ErrOpenTurn) {
+			err = ferr
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return unreadable(err)
-	}
-	if err := flush(); err != nil {
-		return err
-	}
-	if v.Len() != at+1 {
-		return fmt.Errorf("%w: %d events up to seq %d", store.ErrSeq, v.Len(), at)
-	}
-	return v.ForkPoint(at)
-}
-
-// refusal is the error of a fork at seq at of session id, which lies
-// inside a turn (or else a between-turn compaction): session.ForkPoint's,
-// naming the nearest stable points, when the session loads.
-func (s *Store) refusal(ctx context.Context, id string, at int64, inTurn bool) error {
-	if p, err := s.load(ctx, id, store.LoadOptions{Salvage: true}, false); err == nil {
-		if err := session.ForkPoint(p.loaded.Log, at); errors.Is(err, session.ErrOpenTurn) {
-			return fmt.Errorf("postgres: fork %s: %w", id, err)
-		}
-	}
-	what := "a compaction"
-	if inTurn {
-		what = "a turn"
-	}
-	return fmt.Errorf("%w: fork seq %d of %s is inside %s", session.ErrOpenTurn, at, id, what)
+	return fmt.Errorf("postgres: fork %s: %w", id, err)
 }
 
 // LockedError is the store.ErrLocked of a session whose lease another
@@ -377,21 +349,23 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := s.load(ctx, id, store.LoadOptions{}, true)
+	p, err := s.load(ctx, id, store.LoadOptions{}, true, token)
 	if err != nil {
 		_ = s.release(context.WithoutCancel(ctx), id, token)
 		return nil, nil, err
 	}
 	l := p.loaded.Log
 	stored := l.Len() - int64(len(p.loaded.Repair))
-	w := s.newWriter(p.header, token, stored, sent)
+	w := s.newWriter(p.header, token, stored, p.body, sent)
 	turns, _ := l.Turn()
 	updated := l.LastTime()
 	if stored == 0 {
 		updated = p.header.CreatedAt
 	}
 	// The torn line (if any) goes, and the summary is made to match the
-	// log, in one statement that the lease fences like an append.
+	// log, in one statement that the lease fences like an append. The
+	// torn line is the last of the last segment: that segment is cut, or
+	// deleted when it holds nothing else.
 	var ok bool
 	err = s.pool.QueryRow(ctx, `
 WITH u AS (
@@ -399,8 +373,11 @@ WITH u AS (
 		lease_expires = now() + $8 * interval '1 millisecond'
 	WHERE id = $1 AND lease_token = $2 AND lease_expires > now()
 	RETURNING id),
-d AS (DELETE FROM rein_events WHERE session_id IN (SELECT id FROM u) AND seq >= $3)
-SELECT count(*) = 1 FROM u`, id, token, stored, turns, l.Title(), updated, p.size, ms(s.opts.LeaseTTL)).Scan(&ok)
+d AS (DELETE FROM rein_segments WHERE session_id IN (SELECT id FROM u) AND first_seq >= $3),
+t AS (
+	UPDATE rein_segments SET lines = substring(lines FOR octet_length(lines) - $9 - 1), last_seq = $3 - 1
+	WHERE session_id IN (SELECT id FROM u) AND first_seq < $3 AND last_seq >= $3)
+SELECT count(*) = 1 FROM u`, id, token, stored, turns, l.Title(), updated, p.size, ms(s.opts.LeaseTTL), p.loaded.TornBytes).Scan(&ok)
 	if err != nil {
 		err = unreadable(err)
 	} else if !ok {
@@ -419,6 +396,11 @@ SELECT count(*) = 1 FROM u`, id, token, stored, turns, l.Title(), updated, p.siz
 		}
 	}
 	s.indexer.add(id) // catch up with what a crashed writer left unindexed
+	w.mu.Lock()
+	job := packJob{token: token, from: 0, upto: w.stored}
+	w.packFrom, w.packRows = w.stored, 0
+	w.mu.Unlock()
+	s.queuePack(id, job) // and with what it left unpacked
 	return w, p.loaded, nil
 }
 
@@ -479,25 +461,16 @@ WHERE id = $1 AND lease_expires > now()`, id)
 
 // Load implements store.Store: the header and events are read in one
 // snapshot and repaired in memory (unless another writer holds the
-// session's lease), nothing is written.
+// session's lease: its open turn is running, not interrupted; then
+// Loaded.Locked says who), nothing is written.
 func (s *Store) Load(ctx context.Context, id string, opts store.LoadOptions) (*store.Loaded, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	// A session whose lease another writer holds is read as written and
-	// not repaired: its open turn is running, not interrupted.
-	var locked *store.LockedError
-	var le *LockedError
-	if err := s.held(ctx, id); errors.As(err, &le) {
-		locked = &store.LockedError{ID: id, Holder: le.Holder}
-	} else if err != nil {
-		return nil, err
-	}
-	p, err := s.load(ctx, id, opts, locked == nil)
+	p, err := s.load(ctx, id, opts, true, 0)
 	if err != nil {
 		return nil, err
 	}
-	p.loaded.Locked = locked
 	return p.loaded, nil
 }
 
@@ -524,12 +497,11 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 }
 
 // Fork implements store.Store by copying rows in one transaction: the
-// child's header and summary, then the parent's events 0..at. The fork
-// point is decided from the event types alone (session.ForkPoint's rule:
-// at is refused when more turns, or between-turn compactions, have started
-// than ended by then), and line at is parsed to check its seq; then the
-// lines 0..at are read and validated (session.Validator) before any is
-// copied.
+// child's header and summary, then the parent's segments up to seq at, the
+// one holding at cut after it. The lines up to at are read and parsed as
+// loading does (a line that would not load is refused with its error, as
+// loading it would be), and the fork point is checked on them by
+// session.ForkPoint.
 func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header) (session.Header, error) {
 	if err := checkID(id); err != nil {
 		return session.Header{}, err
@@ -544,7 +516,7 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 	if err != nil {
 		return session.Header{}, unreadable(err)
 	}
-	defer tx.Rollback(ctx)
+	defer tx.Rollback(context.WithoutCancel(ctx))
 	var praw []byte
 	var stored int64
 	err = tx.QueryRow(ctx, `SELECT header, next_seq FROM rein_sessions WHERE id = $1`, id).Scan(&praw, &stored)
@@ -554,9 +526,13 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 	if err != nil {
 		return session.Header{}, unreadable(err)
 	}
-	var ph session.Header
-	if err := json.Unmarshal(praw, &ph); err != nil {
+	ph, err := store.ParseHeader(praw)
+	if err != nil {
 		return session.Header{}, &store.LineError{File: fileName(id), Line: 1, Err: err}
+	}
+	if at >= stored {
+		// A torn final line, if any, is not an event either.
+		return session.Header{}, fmt.Errorf("postgres: fork %s at seq %d: out of range -1..%d", id, at, stored-1)
 	}
 	h.Parent, h.ForkSeq, h.Version = id, at, session.Version
 	if h.CreatedAt.IsZero() {
@@ -566,54 +542,48 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 	if h.Title == "" {
 		h.Title = ph.Title
 	}
-	title, updated, turns, size := h.Title, h.CreatedAt, 0, int64(0)
+	title, updated, turns, body := h.Title, h.CreatedAt, 0, int64(0)
+	cutSeq, cutLen := int64(-1), 0
 	if at >= 0 {
-		// Counts of openers and closers in 0..at, the last line, its
-		// position and the latest title event.
-		var openTurns, openComps, turnStarts int
-		var last int64
-		var line, titleLine []byte
-		err := tx.QueryRow(ctx, `
-SELECT count(*) FILTER (WHERE type = 'turn/start') - count(*) FILTER (WHERE type = 'turn/end'),
-	count(*) FILTER (WHERE type = 'compaction/start') - count(*) FILTER (WHERE type = 'compaction/end'),
-	count(*) FILTER (WHERE type = 'turn/start'),
-	coalesce(max(seq), -1),
-	coalesce(sum(length(line) + 1), 0),
-	(SELECT line FROM rein_events WHERE session_id = $1 AND seq = $2),
-	(SELECT line FROM rein_events WHERE session_id = $1 AND seq <= $2 AND type = 'session/title' ORDER BY seq DESC LIMIT 1)
-FROM rein_events WHERE session_id = $1 AND seq <= $2`, id, at).
-			Scan(&openTurns, &openComps, &turnStarts, &last, &size, &line, &titleLine)
+		// The lines 0..at are validated as a load of the parent would
+		// (a child never holds what its parent could not load), without
+		// keeping them; the child's summary is taken on the way.
+		pc := tx.Conn().PgConn()
+		lit, err := pc.EscapeString(id)
 		if err != nil {
 			return session.Header{}, unreadable(err)
 		}
-		if line == nil || last != at {
-			return session.Header{}, fmt.Errorf("postgres: fork %s at seq %d: out of range -1..%d", id, at, stored-1)
+		sql := planSegments + fmt.Sprintf(`;
+COPY (SELECT first_seq, lines FROM rein_segments WHERE session_id = '%s' AND first_seq <= %d ORDER BY session_id, first_seq) TO STDOUT (FORMAT binary)`, lit, at)
+		v := session.NewValidator(ph)
+		summary := func(lines []byte) {
+			for _, line := range segLines(0, lines[:len(lines)-1]) {
+				ev, err := session.ParseLine(line)
+				if err != nil {
+					continue // validated: cannot happen
+				}
+				updated = ev.Time
+				switch ev.Type {
+				case session.TypeTurnStart:
+					turns++
+				case session.TypeSessionTitle:
+					if t, ok := titleOf(ev); ok {
+						title = t
+					}
+				}
+			}
 		}
-		if openTurns > 0 || openComps > 0 {
-			return session.Header{}, s.refusal(ctx, id, at, openTurns > 0)
-		}
-		ev, err := session.ParseLine(line)
+		p, err := readLines(ctx, pc, sql, id, at+1, func([]byte) (lineSink, []byte, error) { return v, nil, nil }, summary)
 		if err != nil {
-			if at >= stored {
-				// A torn final line is not an event.
-				return session.Header{}, fmt.Errorf("postgres: fork %s at seq %d: out of range -1..%d", id, at, stored-1)
-			}
-			return session.Header{}, &store.LineError{File: fileName(id), Line: int(at) + 2, Err: err}
+			return session.Header{}, fmt.Errorf("postgres: fork %s at seq %d: %w", id, at, err)
 		}
-		if ev.Seq != at {
-			return session.Header{}, &store.LineError{File: fileName(id), Line: int(at) + 2, Err: fmt.Errorf("%w: seq %d, want %d", store.ErrSeq, ev.Seq, at)}
+		if v.Len() != at+1 {
+			return session.Header{}, fmt.Errorf("postgres: fork %s at seq %d: %w: %d events up to seq %d", id, at, store.ErrSeq, v.Len(), at)
 		}
-		updated, turns = ev.Time, turnStarts
-		if titleLine != nil {
-			if t, ok := titleOf(titleLine); ok {
-				title = t
-			}
+		if err := v.ForkPoint(at); err != nil {
+			return session.Header{}, s.refusal(ctx, id, at, err)
 		}
-	}
-	// Every line the child gets is validated, as a load of the parent up
-	// to at would: a child never holds what its parent could not load.
-	if err := validateRows(ctx, tx, id, at, ph); err != nil {
-		return session.Header{}, fmt.Errorf("postgres: fork %s at seq %d: %w", id, at, err)
+		body, cutSeq, cutLen = p.body, p.cutSeq, p.cutLen
 	}
 	hline, err := headerLine(h)
 	if err != nil {
@@ -623,7 +593,7 @@ FROM rein_events WHERE session_id = $1 AND seq <= $2`, id, at).
 INSERT INTO rein_sessions (id, header, cwd, parent, created_at, title, updated_at, next_seq, turns, size)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 ON CONFLICT (id) DO NOTHING`,
-		h.ID, hline, h.Cwd, id, h.CreatedAt, title, updated, at+1, turns, size+int64(len(hline))+1)
+		h.ID, hline, h.Cwd, id, h.CreatedAt, title, updated, at+1, turns, body+int64(len(hline))+1)
 	if err != nil {
 		return session.Header{}, unreadable(err)
 	}
@@ -631,16 +601,18 @@ ON CONFLICT (id) DO NOTHING`,
 		return session.Header{}, fmt.Errorf("%w: %s", store.ErrExists, h.ID)
 	}
 	if at >= 0 {
-		// The events, and as much of the search index as the parent has.
+		// The segments, and as much of the search index as the parent has.
 		if _, err := tx.Exec(ctx, `
 WITH e AS (
-	INSERT INTO rein_events (session_id, seq, type, line)
-	SELECT $3, seq, type, line FROM rein_events WHERE session_id = $1 AND seq <= $2),
+	INSERT INTO rein_segments (session_id, first_seq, last_seq, first_byte, lines)
+	SELECT $3, first_seq, least(last_seq, $2), first_byte,
+		CASE WHEN first_seq = $4 THEN substring(lines FOR $5) ELSE lines END
+	FROM rein_segments WHERE session_id = $1 AND first_seq <= $2),
 x AS (
 	SELECT least(coalesce((SELECT indexed FROM rein_search_state WHERE session_id = $1), 0), $2 + 1) AS indexed),
 st AS (INSERT INTO rein_search_state (session_id, indexed) SELECT $3, indexed FROM x)
-INSERT INTO rein_search (session_id, seq, tsv)
-SELECT $3, seq, tsv FROM rein_search, x WHERE session_id = $1 AND seq < x.indexed`, id, at, h.ID); err != nil {
+INSERT INTO rein_search (session_id, seq, off, len, tsv)
+SELECT $3, seq, off, len, tsv FROM rein_search, x WHERE session_id = $1 AND seq < x.indexed`, id, at, h.ID, cutSeq, cutLen); err != nil {
 			return session.Header{}, unreadable(err)
 		}
 	}
@@ -651,12 +623,8 @@ SELECT $3, seq, tsv FROM rein_search, x WHERE session_id = $1 AND seq < x.indexe
 	return h, nil
 }
 
-// titleOf returns the title of a session/title line.
-func titleOf(line []byte) (string, bool) {
-	ev, err := session.ParseLine(line)
-	if err != nil {
-		return "", false
-	}
+// titleOf returns the title of a session/title event.
+func titleOf(ev session.Event) (string, bool) {
 	p, err := ev.Decode()
 	if err != nil {
 		return "", false
@@ -680,7 +648,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 WITH d AS (
 	DELETE FROM rein_sessions WHERE id = $1 AND (lease_expires IS NULL OR lease_expires <= now())
 	RETURNING id),
-e AS (DELETE FROM rein_events WHERE session_id IN (SELECT id FROM d)),
+e AS (DELETE FROM rein_segments WHERE session_id IN (SELECT id FROM d)),
 x AS (DELETE FROM rein_search WHERE session_id IN (SELECT id FROM d)),
 y AS (DELETE FROM rein_search_state WHERE session_id IN (SELECT id FROM d))
 SELECT count(*) FROM d CROSS JOIN LATERAL pg_notify($2, d.id)`, id, s.channel).Scan(&n)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
@@ -62,74 +64,107 @@ func TestConformance(t *testing.T) {
 }
 
 // putFile stores a crafted session file as the store keeps one: the header
-// line in the session's row, each event line, as it is, in a row of its
-// own (its type when its prefix names one); the summary columns are
-// whatever the header gives, as after an import that Open recomputes.
+// line in the session's row, the event lines, as they are, in segments of
+// three lines; the summary columns are whatever the header gives, as after
+// an import that Open recomputes.
 func putFile(t *testing.T, s *Store, id string, file []byte) {
 	t.Helper()
-	hdr, body, _ := bytes.Cut(file, []byte("\n"))
+	hl, body, _ := bytes.Cut(file, []byte("\n"))
 	var h session.Header
-	_ = h.UnmarshalJSON(hdr)
+	_ = h.UnmarshalJSON(hl)
 	if h.CreatedAt.IsZero() {
 		h.CreatedAt = time.Now()
 	}
-	lines := bytes.Split(body, []byte("\n"))
-	if len(lines[len(lines)-1]) == 0 {
-		lines = lines[:len(lines)-1]
+	var lines [][]byte
+	if len(body) > 0 {
+		lines = bytes.Split(bytes.TrimSuffix(body, []byte("\n")), []byte("\n"))
 	}
-	for _, q := range []string{`DELETE FROM rein_events WHERE session_id = $1`, `DELETE FROM rein_sessions WHERE id = $1`} {
-		if _, err := s.pool.Exec(ctx, q, id); err != nil {
-			t.Fatal(err)
-		}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM rein_sessions WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := s.pool.Exec(ctx, `
 INSERT INTO rein_sessions (id, header, cwd, parent, created_at, title, updated_at, next_seq, turns, size)
-VALUES ($1, $2, $3, $4, $5, $6, $5, $7, 0, $8)`, id, hdr, h.Cwd, h.Parent, h.CreatedAt, h.Title, len(lines), len(file)); err != nil {
+VALUES ($1, $2, $3, $4, $5, $6, $5, $7, 0, $8)`, id, hl, h.Cwd, h.Parent, h.CreatedAt, h.Title, len(lines), len(file)); err != nil {
 		t.Fatal(err)
 	}
-	for i, ln := range lines {
-		var typ *string
-		if ev, err := session.ParseLine(ln); err == nil {
-			s := string(ev.Type)
-			typ = &s
-		}
-		if _, err := s.pool.Exec(ctx, `INSERT INTO rein_events (session_id, seq, type, line) VALUES ($1, $2, $3, $4)`, id, i, typ, ln); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putLines(t, s, id, lines, 3)
 }
 
-// tamper damages a stored session the way storetest describes, in rows.
+// tamper damages a stored session the way storetest describes, in its
+// lines, which it stores again in segments of three lines (so that the
+// damage sits inside a segment, not alone in one).
 func tamper(t *testing.T, s *Store, id string, how storetest.Tamper) {
 	t.Helper()
-	var next int64
-	if err := s.pool.QueryRow(ctx, `SELECT next_seq FROM rein_sessions WHERE id = $1`, id).Scan(&next); err != nil {
-		t.Fatal(err)
-	}
-	var sql string
-	var args []any
+	lines := storedLines(t, s, id)
 	switch how {
 	case storetest.TornTail:
-		ev := session.Event{Seq: next, Type: session.TypeSessionTitle, Time: time.Now().UTC(), Data: []byte(`{"title":"never finished"}`)}
+		ev := session.Event{Seq: int64(len(lines)), Type: session.TypeSessionTitle, Time: time.Now().UTC(), Data: []byte(`{"title":"never finished"}`)}
 		line := ev.AppendLine(nil)
-		// Rows do not tear; the nearest a table holds is a final row a
+		// Segments do not tear; the nearest they hold is a final line a
 		// crash left half zeros (an imported file's lost page), which
 		// loading drops as a file's torn tail.
 		torn := line[:len(line)/2]
 		copy(torn[len(torn)-8:], make([]byte, 8))
-		sql, args = `INSERT INTO rein_events (session_id, seq, line) VALUES ($1, $2, $3)`, []any{id, next, torn}
+		lines = append(lines, torn)
 	case storetest.CorruptMiddle:
-		sql, args = `UPDATE rein_events SET line = $2 WHERE session_id = $1 AND seq = 1`, []any{id, []byte(`{"seq":1,"type":"user/mes` + "\x00garbage")}
+		lines[1] = []byte(`{"seq":1,"type":"user/mes` + "\x00garbage")
 	case storetest.BadVersion:
-		sql, args = `UPDATE rein_sessions SET header = convert_to(replace(convert_from(header, 'UTF8'), '"version":1', '"version":99'), 'UTF8') WHERE id = $1`, []any{id}
+		if _, err := s.pool.Exec(ctx, `UPDATE rein_sessions SET header = convert_to(replace(convert_from(header, 'UTF8'), '"version":1', '"version":99'), 'UTF8') WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		return
 	case storetest.SeqGap:
-		sql, args = `DELETE FROM rein_events WHERE session_id = $1 AND seq = 1`, []any{id}
+		lines = append(lines[:1], lines[2:]...)
 	default:
 		t.Fatalf("tamper %v: unknown", how)
 	}
-	tag, err := s.pool.Exec(ctx, sql, args...)
-	if err != nil || tag.RowsAffected() != 1 {
-		t.Fatalf("tamper %v: %v (%d rows)", how, err, tag.RowsAffected())
+	putLines(t, s, id, lines, 3)
+}
+
+// storedLines returns session id's lines as stored, in order.
+func storedLines(t testing.TB, s *Store, id string) [][]byte {
+	t.Helper()
+	rows, err := s.pool.Query(ctx, `SELECT first_seq, lines FROM rein_segments WHERE session_id = $1 ORDER BY first_seq`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var first int64
+		var lines []byte
+		if err := rows.Scan(&first, &lines); err != nil {
+			t.Fatal(err)
+		}
+		if first != int64(len(out)) {
+			t.Fatalf("segment at %d follows %d lines", first, len(out))
+		}
+		for _, l := range segLines(first, lines) {
+			out = append(out, l)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// putLines replaces session id's lines with lines, stored in segments of
+// per lines each (its summary is left as it was).
+func putLines(t testing.TB, s *Store, id string, lines [][]byte, per int) {
+	t.Helper()
+	batch := &pgx.Batch{}
+	batch.Queue(`DELETE FROM rein_segments WHERE session_id = $1`, id)
+	off := int64(0)
+	for i := 0; i < len(lines); i += per {
+		part := lines[i:min(i+per, len(lines))]
+		seg := bytes.Join(part, []byte("\n"))
+		batch.Queue(`INSERT INTO rein_segments (session_id, first_seq, last_seq, first_byte, lines) VALUES ($1, $2, $3, $4, $5)`,
+			id, i, i+len(part)-1, off, seg)
+		off += int64(len(seg)) + 1
+	}
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		t.Fatalf("put lines: %v", err)
 	}
 }
 
@@ -450,16 +485,8 @@ func TestLinesByteIdentical(t *testing.T) {
 	evs = append(evs, session.Event{Seq: b.log.Len(), Type: "future/x", Time: b.now, Ignorable: true, Data: []byte(`{"a":[1,2]}`)})
 	mustAppend(t, w, evs)
 	w.Close()
-	rows, err := s.pool.Query(ctx, `SELECT line FROM rein_events WHERE session_id = 's' ORDER BY seq`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stored []byte
-	for rows.Next() {
-		var line []byte
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
+	for _, line := range storedLines(t, s, "s") {
 		stored = append(append(stored, line...), '\n')
 	}
 	var want []byte
@@ -545,31 +572,84 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
-// The binary COPY parser joins rows split across messages, however split.
-func TestCopyLinesSplit(t *testing.T) {
-	var stream []byte
-	stream = append(stream, copySignature...)
-	stream = append(stream, 0, 0, 0, 0, 0, 0, 0, 2, 'x', 'y') // flags, 2 bytes of header extension
-	want := []string{"first line", "", strings.Repeat("long ", 100)}
-	for _, l := range want {
-		stream = append(stream, 0, 1)
-		stream = binary.BigEndian.AppendUint32(stream, uint32(len(l)))
-		stream = append(stream, l...)
+// The binary COPY parser streams rows of COPYs that follow one another,
+// however the stream is split across messages; it keeps the header's row
+// apart, and a read up to a position cuts the segment that holds it.
+func TestCopyReaderSplit(t *testing.T) {
+	segs := []struct {
+		first int64
+		lines string
+	}{{0, "a\nb"}, {2, ""}, {3, strings.Repeat("long ", 100) + "\nc\nd"}, {6, "e"}}
+	// The stream of load's COPY of the header (a row of -1 - the size
+	// of the lines, here unknown) and then COPY (SELECT first_seq, lines …
+	// WHERE first_seq < to).
+	copyOf := func(to int64) []byte {
+		var stream []byte
+		stream = append(stream, copySignature...)
+		stream = append(stream, 0, 0, 0, 0, 0, 0, 0, 0) // flags, no header extension
+		stream = append(stream, 0, 2, 0, 0, 0, 8)
+		stream = binary.BigEndian.AppendUint64(stream, ^uint64(0)) // -1
+		stream = binary.BigEndian.AppendUint32(stream, 8)
+		stream = append(stream, `{"id":1}`...)
+		stream = append(stream, 0xff, 0xff)
+		stream = append(stream, copySignature...)
+		stream = append(stream, 0, 0, 0, 0, 0, 0, 0, 2, 'x', 'y') // flags, 2 bytes of header extension
+		for _, g := range segs {
+			if to >= 0 && g.first >= to {
+				break
+			}
+			stream = append(stream, 0, 2, 0, 0, 0, 8)
+			stream = binary.BigEndian.AppendUint64(stream, uint64(g.first))
+			stream = binary.BigEndian.AppendUint32(stream, uint32(len(g.lines)))
+			stream = append(stream, g.lines...)
+		}
+		return append(stream, 0xff, 0xff)
 	}
-	stream = append(stream, 0xff, 0xff)
-	for _, step := range []int{1, 3, 7, len(stream)} {
-		var got []string
-		c := &copyLines{line: func(b []byte) { got = append(got, string(b)) }}
-		for i := 0; i < len(stream); i += step {
-			if _, err := c.Write(stream[i:min(i+step, len(stream))]); err != nil {
+	all := "a\nb\n\n" + strings.Repeat("long ", 100) + "\nc\nd\ne\n"
+	for _, tc := range []struct {
+		to     int64
+		want   string
+		cutSeq int64
+		cutLen int
+	}{
+		{-1, all, -1, 0},
+		{5, "a\nb\n\n" + strings.Repeat("long ", 100) + "\nc\n", 3, 502},
+		{6, "a\nb\n\n" + strings.Repeat("long ", 100) + "\nc\nd\n", -1, 0},
+	} {
+		stream := copyOf(tc.to)
+		for _, step := range []int{1, 3, 7, 18, len(stream)} {
+			out := make(chan []byte, 100)
+			rv := &receiver{to: tc.to, cutSeq: -1, size: 8, out: out, stop: make(chan struct{})}
+			c := &copyReader{row: rv}
+			for i := 0; i < len(stream); i += step {
+				if _, err := c.Write(stream[i:min(i+step, len(stream))]); err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+			}
+			if err := c.end(); err != nil {
 				t.Fatalf("step %d: %v", step, err)
 			}
-		}
-		if err := c.end(); err != nil || strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("step %d: %q, %v", step, got, err)
+			if len(rv.buf) > 0 {
+				rv.send()
+			}
+			close(out)
+			var got []byte
+			for b := range out {
+				if len(b) == 0 || b[len(b)-1] != '\n' {
+					t.Errorf("step %d: a buffer does not end a line: %q", step, b)
+				}
+				got = append(got, b...)
+			}
+			if string(rv.header) != `{"id":1}` || rv.hint != 0 {
+				t.Errorf("step %d: header %q, hint %d", step, rv.header, rv.hint)
+			}
+			if string(got) != tc.want || rv.cutSeq != tc.cutSeq || rv.cutLen != tc.cutLen {
+				t.Errorf("to %d, step %d: %q cut %d/%d; want %q cut %d/%d", tc.to, step, got, rv.cutSeq, rv.cutLen, tc.want, tc.cutSeq, tc.cutLen)
+			}
 		}
 	}
-	c := &copyLines{line: func([]byte) {}}
+	c := &copyReader{row: &receiver{to: -1, size: 8, out: make(chan []byte, 100), stop: make(chan struct{})}}
+	stream := copyOf(-1)
 	c.Write(stream[:len(stream)-2])
 	if c.end() == nil {
 		t.Errorf("a stream without its trailer ended cleanly")

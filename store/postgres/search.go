@@ -90,14 +90,20 @@ func (s *Store) Search(ctx context.Context, query string, opts store.PageOptions
 	if err := s.indexer.wait(ctx); err != nil {
 		return nil, "", err
 	}
+	// The page of hits first, then each hit's line, cut out of the
+	// segment that holds it.
 	rows, err := s.pool.Query(ctx, `
-WITH q AS (SELECT websearch_to_tsquery('simple', $1) AS q)
-SELECT x.session_id, x.seq, e.line FROM rein_search x
-JOIN rein_events e ON e.session_id = x.session_id AND e.seq = x.seq, q
-WHERE x.tsv @@ q.q
-	AND ($2 = '' OR x.session_id IN (SELECT id FROM rein_sessions WHERE cwd = $2))
-ORDER BY ts_rank(x.tsv, q.q) DESC, x.session_id, x.seq
-LIMIT $3 OFFSET $4`, query, opts.Cwd, n+1, off)
+WITH q AS (SELECT websearch_to_tsquery('simple', $1) AS q),
+h AS (
+	SELECT x.session_id, x.seq, x.off, x.len, ts_rank(x.tsv, q.q) AS rank FROM rein_search x, q
+	WHERE x.tsv @@ q.q
+		AND ($2 = '' OR x.session_id IN (SELECT id FROM rein_sessions WHERE cwd = $2))
+	ORDER BY rank DESC, x.session_id, x.seq
+	LIMIT $3 OFFSET $4)
+SELECT h.session_id, h.seq, (
+	SELECT substring(g.lines FROM (h.off - g.first_byte + 1)::integer FOR h.len) FROM rein_segments g
+	WHERE g.session_id = h.session_id AND g.first_seq <= h.seq ORDER BY g.first_seq DESC LIMIT 1)
+FROM h ORDER BY h.rank DESC, h.session_id, h.seq`, query, opts.Cwd, n+1, off)
 	if err != nil {
 		return nil, "", unreadable(err)
 	}

@@ -41,12 +41,17 @@ type writer struct {
 	q        group.Queue[*req] // group commit
 	next     int64             // seq the next accepted batch must start at
 	stored   int64             // events stored
+	body     int64             // bytes of their lines, newlines included: where the next segment starts
 	deadline time.Time         // the lease surely holds until then (our clock)
+	// Segments stored since the last pack job (see pack.go), from seq
+	// packFrom on.
+	packFrom int64
+	packRows int
 }
 
 type req struct {
 	events []session.Event
-	lines  [][]byte // each event's line, without its newline
+	lines  []byte // the events' lines, each followed by '\n'
 }
 
 var _ store.Leased = (*writer)(nil)
@@ -57,9 +62,10 @@ var _ store.Leased = (*writer)(nil)
 var ignoreDeadline = false
 
 // newWriter returns the writer of a lease taken by a request sent at sent
-// (the lease runs at least LeaseTTL from then) and starts its renewals.
-func (s *Store) newWriter(h session.Header, token, stored int64, sent time.Time) *writer {
-	w := &writer{s: s, id: h.ID, hdr: h, token: token, next: stored, stored: stored,
+// (the lease runs at least LeaseTTL from then) of a session holding stored
+// events in body bytes, and starts its renewals.
+func (s *Store) newWriter(h session.Header, token, stored, body int64, sent time.Time) *writer {
+	w := &writer{s: s, id: h.ID, hdr: h, token: token, next: stored, stored: stored, body: body, packFrom: stored,
 		lost: make(chan struct{}), quit: make(chan struct{}), deadline: sent.Add(s.opts.LeaseTTL)}
 	w.renewing.Add(1)
 	go w.renewLoop()
@@ -161,7 +167,6 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 	if len(batch) == 0 {
 		return w.Flush(ctx)
 	}
-	r := &req{events: batch, lines: make([][]byte, len(batch))}
 	n := 0
 	for i := range batch {
 		n += 96 + len(batch[i].Data)
@@ -174,10 +179,9 @@ func (w *writer) Append(ctx context.Context, batch []session.Event) error {
 		if err := store.CheckLine(ev); err != nil {
 			return err
 		}
-		start := len(buf)
 		buf = ev.AppendLine(buf)
-		r.lines[i] = buf[start : len(buf)-1 : len(buf)-1]
 	}
+	r := &req{events: batch, lines: buf}
 	w.mu.Lock()
 	switch {
 	case w.closed:
@@ -276,59 +280,61 @@ func (w *writer) enqueue(r *req) error {
 
 // appendSQL stores a group in one statement: the summary row is updated
 // only while the token holds an unexpired lease and the group continues
-// the stored seqs, and the events are inserted only if it was. It returns
-// one row when the group was stored, none when it was refused. (Followers
-// are told, and the search index updated, after the commit: see
-// background.go.)
+// the stored seqs, and the group's lines are inserted as one segment only
+// if it was. It returns one row when the group was stored, none when it
+// was refused. (Followers are told, the search index updated and small
+// segments packed after the commit: see background.go and pack.go.)
 const appendSQL = `
 WITH s AS (
 	UPDATE rein_sessions SET
-		next_seq = next_seq + cardinality($4::bigint[]),
-		turns = turns + $7,
-		title = coalesce($8, title),
-		updated_at = $9,
-		size = size + $10,
-		lease_expires = now() + $11 * interval '1 millisecond'
+		next_seq = next_seq + $4,
+		turns = turns + $6,
+		title = coalesce($7, title),
+		updated_at = $8,
+		size = size + $9,
+		lease_expires = now() + $10 * interval '1 millisecond'
 	WHERE id = $1 AND lease_token = $2 AND lease_expires > now() AND next_seq = $3
 	RETURNING id),
 i AS (
-	INSERT INTO rein_events (session_id, seq, type, line)
-	SELECT s.id, u.seq, u.type, u.line
-	FROM s, unnest($4::bigint[], $5::text[], $6::bytea[]) AS u(seq, type, line))
+	INSERT INTO rein_segments (session_id, first_seq, last_seq, first_byte, lines)
+	SELECT id, $3, $3 + $4 - 1, $11, $5 FROM s)
 SELECT 1 FROM s`
 
 // commit stores group. Only the committer calls it.
 func (w *writer) commit(group []*req) error {
-	var seqs []int64
-	var types []string
-	var lines [][]byte
-	turns, size := 0, int64(0)
+	var n int64
+	var lines []byte
+	turns, ends := 0, false
 	var title *string
 	var last time.Time
 	for _, g := range group {
-		for i, ev := range g.events {
-			seqs = append(seqs, ev.Seq)
-			types = append(types, string(ev.Type))
-			lines = append(lines, g.lines[i])
-			size += int64(len(g.lines[i]) + 1)
-			last = ev.Time
+		if len(g.events) == 0 {
+			continue
+		}
+		if lines == nil {
+			lines = g.lines // the usual group of one batch is not copied
+		} else {
+			lines = append(lines[:len(lines):len(lines)], g.lines...)
+		}
+		n += int64(len(g.events))
+		last = g.events[len(g.events)-1].Time
+		for _, ev := range g.events {
 			switch ev.Type {
 			case session.TypeTurnStart:
 				turns++
+			case session.TypeTurnEnd:
+				ends = true
 			case session.TypeSessionTitle:
-				if t, ok := titleOf(g.lines[i]); ok {
+				if t, ok := titleOf(ev); ok {
 					title = &t
 				}
 			}
 		}
 	}
 	w.mu.Lock()
-	lostErr, deadline := w.lostErr, w.deadline
+	lostErr, deadline, first, body := w.lostErr, w.deadline, w.stored, w.body
 	w.mu.Unlock()
-	if len(seqs) == 0 {
-		return lostErr
-	}
-	if lostErr != nil {
+	if n == 0 || lostErr != nil {
 		return lostErr
 	}
 	sent := time.Now()
@@ -338,51 +344,59 @@ func (w *writer) commit(group []*req) error {
 	if !sent.Before(deadline) {
 		return w.lose("not renewed in time")
 	}
-	first := seqs[0]
+	seg := lines[:len(lines)-1] // without the final newline
 	// The statement may run as long as the lease surely holds; after that
 	// its outcome no longer matters to anyone but us (see resolve).
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	var one int
-	err := w.s.pool.QueryRow(ctx, appendSQL, w.id, w.token, first, seqs, types, lines,
-		turns, title, last, size, ms(w.s.opts.LeaseTTL)).Scan(&one)
+	err := w.s.pool.QueryRow(ctx, appendSQL, w.id, w.token, first, n, seg,
+		turns, title, last, len(lines), ms(w.s.opts.LeaseTTL), body).Scan(&one)
 	cancel()
+	stored := err == nil
 	switch {
 	case err == nil:
-		w.mu.Lock()
-		w.stored = first + int64(len(seqs))
-		w.mu.Unlock()
 		w.extend(sent)
-		w.s.notifier.add(w.id)
-		w.s.indexer.add(w.id)
-		return nil
 	case errors.Is(err, pgx.ErrNoRows):
 		return w.refused(first)
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
-		// The server refused the statement, or it was never sent:
-		// nothing was stored.
-		if !time.Now().Before(deadline) {
-			return w.lose("not renewed in time")
+	default:
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
+			// The server refused the statement, or it was never sent:
+			// nothing was stored.
+			if !time.Now().Before(deadline) {
+				return w.lose("not renewed in time")
+			}
+			return fmt.Errorf("postgres: append to %s: %w", w.id, err)
 		}
+		// The connection failed mid-statement: the group may or may not
+		// be stored. Find out before answering.
+		var rerr error
+		if stored, rerr = w.resolve(first, n, lastLine(seg)); rerr != nil {
+			return rerr
+		}
+	}
+	if !stored {
 		return fmt.Errorf("postgres: append to %s: %w", w.id, err)
 	}
-	// The connection failed mid-statement: the group may or may not be
-	// stored. Find out before answering.
-	stored, rerr := w.resolve(first, int64(len(seqs)), lines[len(lines)-1])
-	switch {
-	case rerr != nil:
-		return rerr
-	case stored:
-		w.mu.Lock()
-		w.stored = first + int64(len(seqs))
-		w.mu.Unlock()
-		w.s.notifier.add(w.id)
-		w.s.indexer.add(w.id)
-		return nil
+	w.mu.Lock()
+	w.stored, w.body = first+n, body+int64(len(lines))
+	w.packRows++
+	var job *packJob
+	if (ends && w.packRows > 1) || w.packRows >= packEvery {
+		job = &packJob{token: w.token, from: w.packFrom, upto: w.stored}
+		w.packFrom, w.packRows = w.stored, 0
 	}
-	return fmt.Errorf("postgres: append to %s: %w", w.id, err)
+	w.mu.Unlock()
+	w.s.notifier.add(w.id)
+	w.s.indexer.add(w.id)
+	if job != nil {
+		w.s.queuePack(w.id, *job)
+	}
+	return nil
 }
+
+// lastLine returns the last of lines joined by '\n'.
+func lastLine(lines []byte) []byte { return lines[bytes.LastIndexByte(lines, '\n')+1:] }
 
 // refused explains an append the statement refused: the lease is gone, or
 // the stored seqs moved.
@@ -409,20 +423,27 @@ SELECT lease_token, coalesce(lease_expires > now(), false), next_seq FROM rein_s
 // stored: the session then holds first+n events and its last line is
 // ours. It asks until the lease deadline; when that passes without an
 // answer the lease is lost and the writer with it.
-func (w *writer) resolve(first, n int64, lastLine []byte) (bool, error) {
+func (w *writer) resolve(first, n int64, last []byte) (bool, error) {
 	for delay := 10 * time.Millisecond; ; delay = min(2*delay, time.Second) {
 		w.mu.Lock()
 		deadline := w.deadline
 		w.mu.Unlock()
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		var next int64
-		var line []byte
+		var segFirst *int64
+		var lines []byte
 		err := w.s.pool.QueryRow(ctx, `
-SELECT next_seq, (SELECT line FROM rein_events WHERE session_id = $1 AND seq = $2) FROM rein_sessions WHERE id = $1`,
-			w.id, first+n-1).Scan(&next, &line)
+SELECT s.next_seq, g.first_seq, g.lines FROM rein_sessions s
+LEFT JOIN LATERAL (SELECT first_seq, lines FROM rein_segments
+	WHERE session_id = s.id AND first_seq <= $2 ORDER BY first_seq DESC LIMIT 1) g ON true
+WHERE s.id = $1`, w.id, first+n-1).Scan(&next, &segFirst, &lines)
 		cancel()
 		if err == nil {
-			return next >= first+n && bytes.Equal(line, lastLine), nil
+			if next < first+n || segFirst == nil {
+				return false, nil
+			}
+			line, _ := lineAt(lines, first+n-1-*segFirst)
+			return bytes.Equal(line, last), nil
 		}
 		if !time.Now().Before(deadline) {
 			err := w.lose("the database did not answer")
