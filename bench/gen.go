@@ -186,3 +186,24 @@ func Cached(n int64) (root string, err error) {
 	}
 	return root, os.WriteFile(filepath.Join(root, "ready"), nil, 0o600)
 }
+
+// Checkpoints cuts evs into the batches an agent appends: its persister
+// writes everything accepted so far at each checkpoint, which are before a
+// model request (the first chunk of a step's answer follows), before a
+// tool body runs (after its tool/call) and at a turn's end. What follows
+// the last checkpoint is the final batch.
+func Checkpoints(evs []session.Event) [][]session.Event {
+	var out [][]session.Event
+	start := 0
+	for i, ev := range evs {
+		cut := ev.Type == session.TypeToolCall || ev.Type == session.TypeTurnEnd || i == len(evs)-1
+		if i+1 < len(evs) && evs[i+1].Type == session.TypeAssistantChunk && ev.Type != session.TypeAssistantChunk {
+			cut = true
+		}
+		if cut {
+			out = append(out, evs[start:i+1])
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -36,7 +36,11 @@ const (
 )
 
 // pgSession returns the generated 100,000-event session in the JSONL store
-// and the same session imported into a fresh PostgreSQL store.
+// and a PostgreSQL store holding the same session twice, each appended the
+// way an agent appends it (one Append per checkpoint batch, see
+// Checkpoints): as BigID with packing off, so its segments are the batches
+// as appended, and as BigID+"-packed" by a store that packs, closed (which
+// lets its packing finish) before the benchmark's store opens.
 func pgSession(b *testing.B) (*jsonl.Store, *postgres.Store, string) {
 	b.Helper()
 	root, err := Cached(pgEvents)
@@ -47,93 +51,129 @@ func pgSession(b *testing.B) (*jsonl.Store, *postgres.Store, string) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	ld, err := js.Load(bg, BigID, store.LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
 	dsn := pgtest.Fresh(b)
+	batches := Checkpoints(ld.Log.Events(0))
+	for _, packSize := range []int{-1, 0} {
+		ps, err := postgres.Open(bg, dsn, postgres.Options{PackSize: packSize})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := ld.Log.Header()
+		if packSize == 0 {
+			h.ID += "-packed"
+		}
+		w, err := ps.Create(bg, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, bt := range batches {
+			if err := w.Append(bg, bt); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		ps.Close()
+	}
 	ps, err := postgres.Open(bg, dsn, postgres.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(ps.Close)
-	ld, err := js.Load(bg, BigID, store.LoadOptions{})
+	pool, err := pgxpool.New(bg, dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
-	w, err := ps.Create(bg, ld.Log.Header())
-	if err != nil {
-		b.Fatal(err)
-	}
-	for from := int64(0); from < ld.Log.Len(); from += 2000 {
-		if err := w.Append(bg, ld.Log.EventRange(from, from+2000)); err != nil {
+	defer pool.Close()
+	for _, id := range []string{BigID, BigID + "-packed"} {
+		var n int
+		if err := pool.QueryRow(bg, `SELECT count(*) FROM rein_segments WHERE session_id = $1`, id).Scan(&n); err != nil {
 			b.Fatal(err)
 		}
-	}
-	if err := w.Close(); err != nil {
-		b.Fatal(err)
+		b.Logf("%s: %d events in %d batches, stored in %d segments", id, ld.Log.Len(), len(batches), n)
 	}
 	return js, ps, dsn
 }
 
 // BenchmarkPostgresLoad: Load of the 100,000-event session from PostgreSQL
 // vs the JSONL store's Load of the same session (both to ready-to-send:
-// parsed, checked, projection built). Target: ratio <= 2.
+// parsed, checked, projection built), for the session as appended (a
+// segment per checkpoint batch) and packed. Target: ratio <= 2.
 func BenchmarkPostgresLoad(b *testing.B) {
 	js, ps, _ := pgSession(b)
 	want := loadReady(js).Log.Len()
-	load := func(s store.Store) func() {
+	load := func(s store.Store, id string) func() {
 		return func() {
-			ld, err := s.Load(bg, BigID, store.LoadOptions{})
+			ld, err := s.Load(bg, id, store.LoadOptions{})
 			if err != nil || ld.Log.Len() != want || len(ld.Log.Messages()) == 0 {
-				b.Fatalf("load: %d events, %v", ld.Log.Len(), err)
+				b.Fatalf("load %s: %d events, %v", id, ld.Log.Len(), err)
 			}
 		}
 	}
 	for b.Loop() {
-		jt, pt, jc, pc := pair(7, load(js), load(ps))
+		jt, pt, jc, pc := pair(7, load(js, BigID), load(ps, BigID))
 		b.ReportMetric(ms(jt), "jsonl-ms")
 		b.ReportMetric(ms(pt), "postgres-ms")
 		b.ReportMetric(float64(pt)/float64(jt), "postgres/jsonl")
 		b.ReportMetric(float64(pc)/float64(jc), "postgres/jsonl-cpu")
+		jt, pt, _, _ = pair(7, load(js, BigID), load(ps, BigID+"-packed"))
+		b.ReportMetric(ms(pt), "packed-ms")
+		b.ReportMetric(float64(pt)/float64(jt), "packed/jsonl")
 	}
 }
 
-// BenchmarkPostgresAppend: appends through a Writer (one Append per batch
-// of 64 events, each its own transaction, returning once committed) vs raw
-// INSERTs of the same lines in the same batches, one multi-row statement
-// (its own transaction) each, into a table with the same key. Target:
-// throughput ratio >= 0.8.
+// BenchmarkPostgresAppend: appends through a Writer (one Append per
+// checkpoint batch of the session's first 32,000 events, each its own
+// transaction, returning once committed; packing on, as by default) vs raw
+// INSERTs of the same batches, one statement (its own transaction) each,
+// in two forms: the batch's lines as one row of a table keyed like
+// rein_segments (what the store writes), and a row per line of a table
+// keyed (session_id, seq). Target: throughput ratio >= 0.8.
 func BenchmarkPostgresAppend(b *testing.B) {
 	js, ps, dsn := pgSession(b)
 	ld, err := js.Load(bg, BigID, store.LoadOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	const n, size, rounds = 32000, 64, 4
-	var batches [][]session.Event
+	const n, rounds = 32000, 4
+	batches := Checkpoints(ld.Log.Events(0)[:n])
 	var rawSeqs [][]int64
 	var rawLines [][][]byte
-	for i := int64(0); i < n; i += size {
-		bt := ld.Log.EventRange(i, i+size)
-		batches = append(batches, bt)
+	var rawSegs [][]byte
+	for _, bt := range batches {
 		var seqs []int64
 		var lines [][]byte
+		var seg []byte
 		for _, ev := range bt {
 			l := ev.AppendLine(nil)
 			seqs, lines = append(seqs, ev.Seq), append(lines, l[:len(l)-1])
+			seg = append(seg, l...)
 		}
-		rawSeqs, rawLines = append(rawSeqs, seqs), append(rawLines, lines)
+		rawSeqs, rawLines, rawSegs = append(rawSeqs, seqs), append(rawLines, lines), append(rawSegs, seg[:len(seg)-1])
 	}
 	pool, err := pgxpool.New(bg, dsn)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(bg, `CREATE TABLE raw_events (session_id text, seq bigint, line bytea, PRIMARY KEY (session_id, seq))`); err != nil {
+	if _, err := pool.Exec(bg, `
+CREATE TABLE raw_segments (session_id text, first_seq bigint, last_seq bigint, first_byte bigint, lines bytea, PRIMARY KEY (session_id, first_seq));
+CREATE TABLE raw_events (session_id text, seq bigint, line bytea, PRIMARY KEY (session_id, seq))`); err != nil {
 		b.Fatal(err)
+	}
+	if _, err := pool.Exec(bg, `ALTER TABLE raw_segments ALTER COLUMN lines SET COMPRESSION lz4`); err != nil {
+		b.Logf("raw_segments keeps pglz: %v", err)
 	}
 	round := 0
 	for b.Loop() {
-		// Batch by batch, alternating which side goes first, so that both
+		// Batch by batch, rotating which side goes first, so that all
 		// meet the same load on a shared machine.
-		var rawD, storeD time.Duration
+		var segD, rowD, storeD time.Duration
 		for r := 0; r < rounds; r, round = r+1, round+1 {
 			h := ld.Log.Header()
 			h.ID = fmt.Sprintf("app%d", round)
@@ -142,14 +182,23 @@ func BenchmarkPostgresAppend(b *testing.B) {
 				b.Fatal(err)
 			}
 			rawID := fmt.Sprintf("raw%d", round)
+			off := int64(0)
 			for i, bt := range batches {
-				raw := func() {
+				seg := func() {
+					t0 := time.Now()
+					if _, err := pool.Exec(bg, `INSERT INTO raw_segments (session_id, first_seq, last_seq, first_byte, lines) VALUES ($1, $2, $3, $4, $5)`,
+						rawID, bt[0].Seq, bt[len(bt)-1].Seq, off, rawSegs[i]); err != nil {
+						b.Fatal(err)
+					}
+					segD += time.Since(t0)
+				}
+				row := func() {
 					t0 := time.Now()
 					if _, err := pool.Exec(bg, `INSERT INTO raw_events (session_id, seq, line)
 SELECT $1, u.seq, u.line FROM unnest($2::bigint[], $3::bytea[]) AS u(seq, line)`, rawID, rawSeqs[i], rawLines[i]); err != nil {
 						b.Fatal(err)
 					}
-					rawD += time.Since(t0)
+					rowD += time.Since(t0)
 				}
 				app := func() {
 					t0 := time.Now()
@@ -158,20 +207,23 @@ SELECT $1, u.seq, u.line FROM unnest($2::bigint[], $3::bytea[]) AS u(seq, line)`
 					}
 					storeD += time.Since(t0)
 				}
-				if i%2 == 0 {
-					raw()
-					app()
-				} else {
-					app()
-					raw()
+				order := [][3]func(){{seg, row, app}, {app, seg, row}, {row, app, seg}}[i%3]
+				for _, f := range order {
+					f()
 				}
+				off += int64(len(rawSegs[i])) + 1
 			}
 			w.Close()
 		}
+		per := func(d time.Duration) float64 {
+			return float64(d.Microseconds()) / 1000 / float64(rounds*len(batches))
+		}
 		b.ReportMetric(float64(len(batches)), "batches")
-		b.ReportMetric(float64(rawD.Microseconds())/1000/float64(rounds*len(batches)), "raw-ms/batch")
-		b.ReportMetric(float64(storeD.Microseconds())/1000/float64(rounds*len(batches)), "store-ms/batch")
-		b.ReportMetric(float64(rawD)/float64(storeD), "store/raw-throughput")
+		b.ReportMetric(per(segD), "raw-seg-ms/batch")
+		b.ReportMetric(per(rowD), "raw-rows-ms/batch")
+		b.ReportMetric(per(storeD), "store-ms/batch")
+		b.ReportMetric(float64(segD)/float64(storeD), "store/raw-seg")
+		b.ReportMetric(float64(rowD)/float64(storeD), "store/raw-rows")
 	}
 }
 
