@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,29 +92,43 @@ const terminalOutputLimit = 30000
 // editor), a timeout, and a kill on cancel. The terminal is shown in the
 // call's card while it runs.
 func (t *Terminal) Bash(spec llm.ToolSpec, env tool.EnvPolicy) tool.Tool {
-	script := scrubScript(env)
+	lists := scrubArgs(env)
 	return &tool.Func{ToolSpec: spec, ToolMode: tool.Exclusive, Body: func(ctx context.Context, call tool.Call) (tool.Result, error) {
-		return t.run(ctx, call, script)
+		return t.run(ctx, call, lists)
 	}}
 }
 
-// scrubScript unsets what env removes for the model, in its order (secret
-// names, then keep, then drop and the default secret patterns), then runs
-// "$1".
-func scrubScript(env tool.EnvPolicy) string {
-	var b strings.Builder
-	b.WriteString("shopt -s nocasematch\nfor __rein_v in $(compgen -e); do case $__rein_v in ")
-	if len(env.Secrets) > 0 {
-		b.WriteString(strings.Join(env.Secrets, "|") + `) unset "$__rein_v" ;; `)
-	}
-	if len(env.Keep) > 0 {
-		b.WriteString(strings.Join(env.Keep, "|") + ") ;; ")
-	}
-	b.WriteString(strings.Join(append(slices.Clone(env.Drop), tool.DefaultDrop...), "|") + `) unset "$__rein_v" ;; esac; done
-shopt -u nocasematch; unset __rein_v
+// scrubScript is what a client terminal runs: bash -c scrubScript rein-bash
+// COMMAND, then scrubArgs. It unsets what the environment policy removes
+// for the model, in its order: secret names, then keep patterns, then drop
+// patterns (the configured ones and tool.DefaultDrop); then it runs
+// COMMAND. Names and patterns are data, never code: they arrive as
+// arguments and are compared with [[ ]], a pattern only where a glob is
+// meant.
+const scrubScript = `__rein_cmd=$1; shift
+__rein_secret=("${@:2:$1}"); shift $(($1 + 1))
+__rein_keep=("${@:2:$1}"); shift $(($1 + 1))
+__rein_drop=("${@:2:$1}"); shift $#
+shopt -s nocasematch
+for __rein_v in $(compgen -e); do
+  for __rein_p in "${__rein_secret[@]}"; do [[ $__rein_v == "$__rein_p" ]] && { unset "$__rein_v"; continue 2; }; done
+  for __rein_p in "${__rein_keep[@]}"; do [[ $__rein_v == $__rein_p ]] && continue 2; done
+  for __rein_p in "${__rein_drop[@]}"; do [[ $__rein_v == $__rein_p ]] && { unset "$__rein_v"; continue 2; }; done
+done
+shopt -u nocasematch
 export PAGER=cat GIT_PAGER=cat GIT_TERMINAL_PROMPT=0
-exec bash -c "$1"`)
-	return b.String()
+exec bash -c "$__rein_cmd"`
+
+// scrubArgs are scrubScript's arguments after the command: each list
+// (secret names, keep patterns, drop patterns) as its length, then its
+// entries.
+func scrubArgs(env tool.EnvPolicy) []string {
+	var out []string
+	for _, l := range [][]string{env.Secrets, env.Keep, append(slices.Clone(env.Drop), tool.DefaultDrop...)} {
+		out = append(out, strconv.Itoa(len(l)))
+		out = append(out, l...)
+	}
+	return out
 }
 
 // terminalMeta is the Meta of a command run in a client terminal.
@@ -128,7 +143,7 @@ type terminalMeta struct {
 	Terminal    bool   `json:"terminal"`
 }
 
-func (t *Terminal) run(ctx context.Context, call tool.Call, script string) (tool.Result, error) {
+func (t *Terminal) run(ctx context.Context, call tool.Call, lists []string) (tool.Result, error) {
 	var a struct {
 		Command     string `json:"command"`
 		TimeoutMs   int    `json:"timeout_ms"`
@@ -150,7 +165,7 @@ func (t *Terminal) run(ctx context.Context, call tool.Call, script string) (tool
 	}
 	dir := call.Env.Dir
 	created, err := conn.CreateTerminal(ctx, sdk.CreateTerminalRequest{
-		SessionId: sid, Command: "bash", Args: []string{"-c", script, "rein-bash", a.Command},
+		SessionId: sid, Command: "bash", Args: append([]string{"-c", scrubScript, "rein-bash", a.Command}, lists...),
 		Cwd: &dir, OutputByteLimit: sdk.Ptr(terminalOutputLimit),
 	})
 	if err != nil {

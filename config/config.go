@@ -518,6 +518,10 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 			fields = append(fields, [2]string{"base_url", p.BaseURL})
 		}
 		if p.APIKeyEnv != "" {
+			if !ValidEnvName(p.APIKeyEnv) {
+				return fmt.Errorf("config: %s: %w: %sapi_key_env = %q: want an environment variable name (letters, digits and _, not starting with a digit)",
+					at(pre+"api_key_env"), ErrInvalid, pre, p.APIKeyEnv)
+			}
 			fields = append(fields, [2]string{"api_key_env", p.APIKeyEnv})
 			if !slices.Contains(c.keyEnvs, p.APIKeyEnv) {
 				c.keyEnvs = append(c.keyEnvs, p.APIKeyEnv)
@@ -562,10 +566,24 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 // directory to write, a variable to keep). The other lists only narrow.
 var widens = []string{"permissions.allow", "sandbox.writable_roots", "env.keep"}
 
+// ValidEnvName reports whether s can name an environment variable as rein
+// accepts one in a configuration: a letter or "_", then letters, digits
+// and "_". Names reach shell scripts (the ACP terminal's scrub), so
+// nothing else is let through.
+func ValidEnvName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
 // validPattern reports whether p is a pattern tool.EnvPolicy can use: a
-// non-empty path.Match pattern without "/" or "=".
+// valid path.Match pattern over variable names, made only of the
+// characters of names and of glob patterns (* ? [ ] ! ^ -).
 func validPattern(p string) bool {
-	if p == "" || strings.ContainsAny(p, "/=") {
+	if p == "" || strings.IndexFunc(p, func(r rune) bool { return !ValidEnvName("_"+string(r)) && !strings.ContainsRune("*?[]!^-", r) }) >= 0 {
 		return false
 	}
 	_, err := path.Match(p, "")

@@ -367,6 +367,32 @@ func TestEnvPatternsValidated(t *testing.T) {
 	}
 }
 
+// A name or pattern from a file ends up in a shell script (the editor
+// terminal's scrub), so anything but a variable name, or a glob over
+// names, is refused with the file and line: an untrusted workspace's
+// api_key_env = "PATH) touch x ;; ZZZ" is an error, not a command.
+func TestEnvNamesValidated(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"inject":  "[providers.openai]\napi_key_env = \"PATH) touch /tmp/x ;; ZZZ\"\n",
+		"space":   "[providers.openai]\napi_key_env = \"MY KEY\"\n",
+		"digit":   "[providers.openai]\napi_key_env = \"1KEY\"\n",
+		"subst":   "[env]\ndrop = [\"$(touch x)\"]\n",
+		"pipe":    "[env]\ndrop = [\"curl x|sh\"]\n",
+		"keep-sp": "[env]\nkeep = [\"A B\"]\n",
+	} {
+		p := write(t, dir, ".rein/"+name+".toml", text)
+		_, err := config.Load("", p, env(nil))
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), p+":2") {
+			t.Errorf("%s: err = %v, want ErrInvalid naming %s:2", name, err, p)
+		}
+	}
+	p := write(t, dir, "ok.toml", "[providers.openai]\napi_key_env = \"_My_Key2\"\n[env]\ndrop = [\"AWS_*\", \"X?[A-Z]\", \"[!a]*\"]\n")
+	if _, err := config.Load(p, "", env(nil)); err != nil {
+		t.Errorf("valid names refused: %v", err)
+	}
+}
+
 func TestUserDir(t *testing.T) {
 	if got := config.UserDir(env(map[string]string{"XDG_CONFIG_HOME": "/x"})); got != "/x/rein" {
 		t.Errorf("xdg: %s", got)

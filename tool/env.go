@@ -20,9 +20,12 @@ const (
 )
 
 // DefaultDrop are the patterns of variables that by convention hold
-// credentials. ForModel environments lose them unless EnvPolicy.Keep
-// names them.
-var DefaultDrop = []string{"*_API_KEY", "*_APIKEY", "*_TOKEN", "*_SECRET", "*_SECRET_KEY", "*_ACCESS_KEY", "*_PASSWORD", "*_CREDENTIALS", "*_PRIVATE_KEY"}
+// credentials, or reach them (an SSH agent's socket). ForModel
+// environments lose them unless EnvPolicy.Keep names them.
+var DefaultDrop = []string{
+	"*_API_KEY", "*_APIKEY", "*_TOKEN", "*_SECRET", "*_SECRET_KEY", "*_ACCESS_KEY", "*PASSWORD", "*PASSWD", "*_PWD",
+	"*_CREDENTIALS", "*_PRIVATE_KEY", "*DATABASE_URL", "*_DSN", "*CONNECTION_STRING", "SSH_AUTH_SOCK",
+}
 
 // EnvPolicy decides which of rein's environment variables a child process
 // gets. It is the one filter for the bash tool, hooks and MCP servers.

@@ -35,7 +35,17 @@ func TestEnvPolicy(t *testing.T) {
 	if len(in) != 15 || in[2] != "DEEPSEEK_API_KEY=sk-deepseek-1" {
 		t.Fatal("input modified")
 	}
-	// The zero policy still removes credential-looking names for the model.
+	// The zero policy still removes credential-looking names for the model:
+	// the conventional ones of databases and agents too.
+	for _, kv := range []string{"PGPASSWORD=pw", "MYSQL_PWD=pw", "DATABASE_URL=postgres://u:pw@h/db", "APP_DATABASE_URL=x",
+		"SENTRY_DSN=x", "AZURE_STORAGE_CONNECTION_STRING=x", "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1", "REDIS_PASSWD=x"} {
+		if got := (EnvPolicy{}).Environ([]string{kv}, ForModel); len(got) != 0 {
+			t.Errorf("zero policy kept %s", kv)
+		}
+	}
+	if got := (EnvPolicy{}).Environ([]string{"PWD=/w", "OLDPWD=/v", "PASSWORDLESS=1"}, ForModel); len(got) != 3 {
+		t.Errorf("zero policy: %v, want all kept", got)
+	}
 	if got := (EnvPolicy{}).Environ([]string{"OPENAI_API_KEY=x", "A=b"}, ForModel); !slices.Equal(got, []string{"A=b"}) {
 		t.Fatalf("zero policy: %v", got)
 	}

@@ -39,6 +39,9 @@ type app struct {
 	networkAccess  bool
 	trustOnce      bool
 	storeSpec      string
+	// flagSets apply the flags given to a configuration (loadConfig):
+	// the global ones, and those of the command (rein run's knobs).
+	flagSets []func(*config.Config) error
 
 	log *slog.Logger
 	cfg *config.Config
@@ -225,43 +228,28 @@ func (a *app) setup(cmd *cobra.Command) error {
 	a.dir = abs
 	a.root = a.workspaceRoot(abs)
 
-	cfg, err := config.Load(config.UserFile(a.getenv), config.ProjectFile(a.root), a.getenv)
+	fl := cmd.Flags()
+	for _, f := range []struct{ flag, key, value string }{
+		{"model", "model", a.model},
+		{"store", "store", a.storeSpec},
+		{"permission-mode", "permission_mode", a.permissionMode},
+		{"network-access", "sandbox.network_access", strconv.FormatBool(a.networkAccess)},
+	} {
+		if fl.Changed(f.flag) {
+			a.flagSets = append(a.flagSets, func(c *config.Config) error { return c.Set(f.key, f.value, "flag --"+f.flag) })
+		}
+	}
+	for _, l := range []struct {
+		key, flag string
+		rules     []string
+	}{{"permissions.allow", "--allow", a.allow}, {"permissions.deny", "--deny", a.deny}} {
+		for _, r := range l.rules {
+			a.flagSets = append(a.flagSets, func(c *config.Config) error { return c.Add(l.key, r, "flag "+l.flag) })
+		}
+	}
+	cfg, err := a.loadConfig(a.root)
 	if err != nil {
 		return err
-	}
-	// Every key rein may use is masked from here on, and kept from tools
-	// and hooks (see envPolicy).
-	a.red.Add(a.keyValues(cfg)...)
-	fl := cmd.Flags()
-	if fl.Changed("model") {
-		if err := cfg.Set("model", a.model, "flag --model"); err != nil {
-			return exitWith(ExitUsage, err)
-		}
-	}
-	if fl.Changed("store") {
-		if err := cfg.Set("store", a.storeSpec, "flag --store"); err != nil {
-			return exitWith(ExitUsage, err)
-		}
-	}
-	if fl.Changed("permission-mode") {
-		if err := cfg.Set("permission_mode", a.permissionMode, "flag --permission-mode"); err != nil {
-			return exitWith(ExitUsage, err)
-		}
-	}
-	for _, r := range a.allow {
-		if err := cfg.Add("permissions.allow", r, "flag --allow"); err != nil {
-			return exitWith(ExitUsage, err)
-		}
-	}
-	for _, r := range a.deny {
-		if err := cfg.Add("permissions.deny", r, "flag --deny"); err != nil {
-			return exitWith(ExitUsage, err)
-		}
-	}
-	if fl.Changed("network-access") {
-		if err := cfg.Set("sandbox.network_access", strconv.FormatBool(a.networkAccess), "flag --network-access"); err != nil {
-			return exitWith(ExitUsage, err)
-		}
 	}
 	if a.noDumpErr != nil {
 		a.log.Warn("cannot make rein non-dumpable", "err", a.noDumpErr)
@@ -269,6 +257,27 @@ func (a *app) setup(cmd *cobra.Command) error {
 	a.cfg = cfg
 	a.log.Debug("setup", "dir", a.dir, "root", a.root, "model", cfg.Model, "permission_mode", cfg.PermissionMode)
 	return nil
+}
+
+// loadConfig loads the configuration of a session in the workspace root:
+// the user's file, root's .rein/config.toml (its trust-relevant settings
+// held), the REIN_* variables, then every flag given (a.flagSets). Each
+// workspace gets its own Config: applying one workspace's trusted settings
+// never changes another's.
+func (a *app) loadConfig(root string) (*config.Config, error) {
+	cfg, err := config.Load(config.UserFile(a.getenv), config.ProjectFile(root), a.getenv)
+	if err != nil {
+		return nil, err
+	}
+	for _, set := range a.flagSets {
+		if err := set(cfg); err != nil {
+			return nil, exitWith(ExitUsage, err)
+		}
+	}
+	// Every key rein may use is masked from here on, and kept from tools
+	// and hooks (see envPolicy).
+	a.red.Add(a.keyValues(cfg)...)
+	return cfg, nil
 }
 
 // workspaceRoot returns the workspace root of dir: the nearest directory

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/config"
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/transcript"
@@ -136,14 +137,22 @@ by admission (no turn ran); 4 the session is locked by another process;
 	return cmd
 }
 
-// applyKnobs sets the config keys of the knob flags that were given.
+// applyKnobs sets the config keys of the knob flags that were given (and
+// keeps them among the flags every configuration loaded later gets).
 func (a *app) applyKnobs(fl *pflag.FlagSet, f runFlags) error {
+	set := func(key, value, origin string) error {
+		a.flagSets = append(a.flagSets, func(c *config.Config) error { return c.Set(key, value, origin) })
+		if err := a.cfg.Set(key, value, origin); err != nil {
+			return exitWith(ExitUsage, err)
+		}
+		return nil
+	}
 	for name, key := range knobFlags {
 		if !fl.Changed(name) {
 			continue
 		}
-		if err := a.cfg.Set(key, fl.Lookup(name).Value.String(), "flag --"+name); err != nil {
-			return exitWith(ExitUsage, err)
+		if err := set(key, fl.Lookup(name).Value.String(), "flag --"+name); err != nil {
+			return err
 		}
 	}
 	for name, file := range map[string]string{"system-prompt": f.systemPromptFile, "append-system-prompt": f.appendSystemPromptFile} {
@@ -157,8 +166,8 @@ func (a *app) applyKnobs(fl *pflag.FlagSet, f runFlags) error {
 		if err != nil {
 			return usagef("--%s-file: %v", name, err)
 		}
-		if err := a.cfg.Set(knobFlags[name], string(b), "flag --"+name+"-file"); err != nil {
-			return exitWith(ExitUsage, err)
+		if err := set(knobFlags[name], string(b), "flag --"+name+"-file"); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,29 +26,66 @@ import (
 var notSecret = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "PWD", "TMPDIR", "LANG"}
 
 // keyEnvs are the variables rein's keys live in: every provider's standard
-// variable and every api_key_env the configuration names, applied or held.
-func keyEnvs(cfg *config.Config) []string {
+// variable and every api_key_env the configuration names, applied or held,
+// and REIN_STORE when it holds the store's password. Tools and hooks never
+// get them.
+func (a *app) keyEnvs(cfg *config.Config) []string {
 	names := append(catalog.KeyEnvs(), cfg.KeyEnvs()...)
+	if storePassword(a.getenv("REIN_STORE")) != "" {
+		names = append(names, "REIN_STORE")
+	}
 	slices.Sort(names)
 	return slices.DeleteFunc(slices.Compact(names), func(n string) bool { return slices.Contains(notSecret, n) })
 }
 
-// keyValues are the values of keyEnvs that are set.
+// keyValues are the secrets rein uses, to be masked wherever they turn up
+// and kept from every tool and hook under any name: the values of the
+// standard key variables and of the api_key_env variables in force (a
+// workspace's held api_key_env names a variable rein does not read, so its
+// value is no secret of rein's: a project naming GOPATH must not mask it
+// or strip PATH), and the store's password.
 func (a *app) keyValues(cfg *config.Config) []string {
+	names := catalog.KeyEnvs()
+	for _, p := range cfg.Providers {
+		if p.APIKeyEnv != "" && !slices.Contains(notSecret, p.APIKeyEnv) {
+			names = append(names, p.APIKeyEnv)
+		}
+	}
 	var out []string
-	for _, n := range keyEnvs(cfg) {
+	for _, n := range names {
 		if v := strings.TrimSpace(a.getenv(n)); v != "" {
 			out = append(out, v)
 		}
 	}
+	for _, spec := range []string{cfg.Store, a.getenv("REIN_STORE")} {
+		if pw := storePassword(spec); pw != "" {
+			out = append(out, pw)
+		}
+	}
 	return out
+}
+
+// storePassword returns the password a postgres:// store URL holds (in
+// its user info or as a password parameter), or "".
+func storePassword(spec string) string {
+	if !config.IsPostgresURL(spec) {
+		return ""
+	}
+	u, err := url.Parse(spec)
+	if err != nil {
+		return ""
+	}
+	if pw, ok := u.User.Password(); ok && pw != "" {
+		return pw
+	}
+	return u.Query().Get("password")
 }
 
 // envPolicy is the environment filter of the bash tool and of hooks: rein's
 // keys never pass; [env] keep and drop decide the rest (see tool.EnvPolicy).
 func (a *app) envPolicy() tool.EnvPolicy {
 	return tool.EnvPolicy{
-		Secrets:      keyEnvs(a.cfg),
+		Secrets:      a.keyEnvs(a.cfg),
 		SecretValues: a.keyValues(a.cfg),
 		Keep:         a.cfg.Env.Keep,
 		Drop:         a.cfg.Env.Drop,
@@ -152,6 +190,8 @@ func (a *app) trustWorkspace(ctx context.Context, dir string) (*hook.Config, err
 		}
 		if root == a.root {
 			a.cfg.ApplyHeld()
+			// A trusted api_key_env is now a key rein uses.
+			a.red.Add(a.keyValues(a.cfg)...)
 		}
 	}
 	return hc, nil
