@@ -10,13 +10,14 @@ const module = "github.com/reinhq/rein"
 
 // allowed maps a package (or a subtree, written "pkg/...") to the rein
 // packages it may import, as DESIGN.md §2 lays out the floors:
-// llm, session, sandbox, redact, trust -> tool, store, transcript -> agent,
+// llm, session, sandbox, redact, display, trust -> tool, store, transcript -> agent,
 // guard, mcp -> hook, acp, tui -> cmd/rein. No arrow runs back up. The most
 // specific entry wins.
 var allowed = map[string][]string{
 	"llm":                   {},
 	"redact":                {},
-	"trust":                 {},
+	"trust":                 {"display"},
+	"display":               {},
 	"llm/scripted":          {"llm"},
 	"llm/scripted/...":      {"llm", "llm/scripted"},
 	"llm/wire":              {"llm"},

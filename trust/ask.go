@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/reinhq/rein/display"
 )
 
 // Answer is a person's answer to a Question.
@@ -113,13 +115,13 @@ func (q Question) Text() string {
 	d := q.Decision
 	var b strings.Builder
 	if d.Status == StatusChanged {
-		fmt.Fprintf(&b, "The settings of the trusted workspace %s changed:\n", d.Root)
+		fmt.Fprintf(&b, "The settings of the trusted workspace %s changed:\n", display.Quote(d.Root))
 		for _, c := range d.Changes {
 			fmt.Fprintf(&b, "  %s\n", describeChange(c))
 		}
 		b.WriteString("All its settings that need trust:\n")
 	} else {
-		fmt.Fprintf(&b, "The workspace %s is not trusted. Its settings would:\n", d.Root)
+		fmt.Fprintf(&b, "The workspace %s is not trusted. Its settings would:\n", display.Quote(d.Root))
 	}
 	b.WriteString(Describe(d.Items))
 	b.WriteString("Trust it only if you wrote or checked these settings.\n")
@@ -127,7 +129,10 @@ func (q Question) Text() string {
 }
 
 // Describe lists items grouped by kind under a line saying what they would
-// do, one "key = value   (origin)" line each, indented.
+// do, one "key = value   (origin)" line each, indented. Keys, values and
+// origins come from the project's files: each is shown with display.Quote,
+// so a control character or a newline cannot make a line look like
+// another.
 func Describe(items []Item) string {
 	items = slices.Clone(items)
 	sortItems(items)
@@ -138,9 +143,9 @@ func Describe(items []Item) string {
 			kind = it.Kind
 			fmt.Fprintf(&b, "  %s:\n", heading(kind))
 		}
-		fmt.Fprintf(&b, "    %s = %s", it.Key, it.Value)
+		fmt.Fprintf(&b, "    %s = %s", display.Quote(it.Key), display.Quote(it.Value))
 		if it.Origin != "" {
-			fmt.Fprintf(&b, "   (%s)", it.Origin)
+			fmt.Fprintf(&b, "   (%s)", display.Quote(it.Origin))
 		}
 		b.WriteByte('\n')
 	}
@@ -148,11 +153,15 @@ func Describe(items []Item) string {
 }
 
 func describeChange(c Change) string {
-	s := fmt.Sprintf("%s = %s", c.Item.Key, c.Item.Value)
+	s := fmt.Sprintf("%s = %s", display.Quote(c.Item.Key), display.Quote(c.Item.Value))
 	if len(c.Was) == 0 {
 		return s + " (new)"
 	}
-	return s + " (was " + strings.Join(c.Was, ", ") + ")"
+	was := make([]string, len(c.Was))
+	for i, w := range c.Was {
+		was[i] = display.Quote(w)
+	}
+	return s + " (was " + strings.Join(was, ", ") + ")"
 }
 
 // Notice is the one line a headless run prints when the items do not
@@ -168,13 +177,13 @@ func (d Decision) Notice() string {
 			what = append(what, describeChange(c))
 		}
 		return fmt.Sprintf("the trust-relevant settings of %s changed since you trusted it (%s); ignoring %s; review them, then run 'rein trust %s' (or pass --trust for one run)",
-			d.Root, strings.Join(what, "; "), count(d.Items), shellQuote(d.Root))
+			display.Quote(d.Root), strings.Join(what, "; "), count(d.Items), display.Escape(shellQuote(d.Root)))
 	}
 	for _, it := range d.Items {
-		what = append(what, it.Key+" = "+short(it.Value))
+		what = append(what, display.Quote(it.Key)+" = "+short(display.Quote(it.Value)))
 	}
 	return fmt.Sprintf("untrusted workspace %s: ignoring %s (%s); run 'rein trust %s' to trust it, or pass --trust for one run",
-		d.Root, count(d.Items), strings.Join(what, "; "), shellQuote(d.Root))
+		display.Quote(d.Root), count(d.Items), strings.Join(what, "; "), display.Escape(shellQuote(d.Root)))
 }
 
 func count(items []Item) string {
@@ -184,9 +193,10 @@ func count(items []Item) string {
 	return fmt.Sprintf("%d project settings", len(items))
 }
 
-// short cuts a value to one line of at most 60 characters.
+// short cuts a value (already quoted for display) to at most 60
+// characters.
 func short(s string) string {
-	s, _, cut := strings.Cut(s, "\n")
+	cut := false
 	if r := []rune(s); len(r) > 60 {
 		s, cut = string(r[:59]), true
 	}

@@ -13,9 +13,14 @@
 // later change to them (a new hook command, another base URL) needs trust
 // again, and the Decision says what changed. Removing settings does not.
 //
+// Everything the package shows of a project's settings (Question.Text,
+// Describe, Notice) goes through display.Quote: the values are the
+// repository's, and a control character must not make one look like
+// another.
+//
 // Concurrency: a Store serialises its writers across processes with a lock
 // file; Decisions are plain values. This package imports only the standard
-// library and must stay on the bottom floor.
+// library and package display, and must stay on the bottom floor.
 package trust
 
 import (

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/reinhq/rein/config"
+	"github.com/reinhq/rein/display"
 	"github.com/reinhq/rein/trust"
 )
 
@@ -93,7 +94,9 @@ key it most likely meant).`,
 				case s.Ignored:
 					from += " (ignored: workspace not trusted)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, s.Value, from)
+				// Values may come from the workspace's file: one line each,
+				// control characters shown escaped.
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", display.Quote(s.Key), display.Quote(s.Value), display.Quote(from))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

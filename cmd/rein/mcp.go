@@ -16,6 +16,7 @@ import (
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/config"
+	"github.com/reinhq/rein/display"
 	"github.com/reinhq/rein/guard"
 	"github.com/reinhq/rein/llm/catalog"
 	"github.com/reinhq/rein/mcp"
@@ -374,7 +375,7 @@ server in an untrusted workspace).`,
 				if s.State == mcp.Ready {
 					tools = fmt.Sprint(len(s.Tools))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, tools, shorten(s.Target, 50), a.shortPath(s.Origin))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, s.State, tools, shorten(display.Quote(s.Target), 50), display.Quote(a.shortPath(s.Origin)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/reinhq/rein/config"
+	"github.com/reinhq/rein/display"
 	"github.com/reinhq/rein/guard"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/sandbox"
@@ -27,7 +28,11 @@ import (
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	getenv         func(string) string
+	// ttyErr is stderr without the control-character escaping of a
+	// terminal, for rein's own progress line (the spinner); nothing else
+	// writes to it.
+	ttyErr io.Writer
+	getenv func(string) string
 
 	// Global flags.
 	model          string
@@ -82,8 +87,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// docs/security.md.
 	noDumpErr := sandbox.NoDump()
 	red := redact.New()
+	// On a terminal, nothing rein prints from the model, tools, hooks or a
+	// repository's files can send it control sequences (see package
+	// display); rein's own spinner draws on the raw stderr. Text sent to a
+	// pipe or a file stays as it is.
+	ttyErr := stderr
+	stdout, flushOut := terminalSafe(stdout)
+	stderr, flushErr := terminalSafe(stderr)
+	defer flushOut()
+	defer flushErr()
 	stdout, stderr = red.Writer(stdout), red.Writer(stderr)
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv, red: red}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, ttyErr: ttyErr, getenv: os.Getenv, red: red}
 	a.noDumpErr = noDumpErr
 	cmd := a.rootCmd()
 	cmd.SetArgs(args)
@@ -109,6 +123,17 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "rein: %v\n", err)
 	return ExitError
+}
+
+// terminalSafe returns w escaping control characters (display.Writer) when
+// w is a terminal, else w; and a function that writes what the escaper
+// holds back.
+func terminalSafe(w io.Writer) (io.Writer, func()) {
+	if !isTerminal(w) {
+		return w, func() {}
+	}
+	e := display.Writer(w)
+	return e, func() { _ = e.Flush() }
 }
 
 // usageErrors makes every argument and flag error of the tree below cmd a

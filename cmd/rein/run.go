@@ -338,7 +338,7 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 
 	var spin *spinner
 	if f.output == outText && isTerminal(a.stderr) && !a.verbose {
-		spin = newSpinner(a.stderr)
+		spin = newSpinner(a.ttyErr)
 	}
 	activity := f.output == outText && (isTerminal(a.stderr) || a.verbose)
 	out := newPrinter(f.output, a.stdout, a.stderr, f.output == outText && isTerminal(a.stdout), activity, spin)
