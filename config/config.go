@@ -188,7 +188,7 @@ type Held struct {
 	// "providers.NAME.api_key_env", "providers.NAME.headers.HEADER",
 	// "permission_mode", "permissions.allow", "sandbox.writable_roots",
 	// "sandbox.network_access", "env.keep" or "mcp_servers.NAME" (Value
-	// is then the server's command line or URL).
+	// is then MCPServer.Canonical: the whole server).
 	Key    string
 	Value  string
 	Origin string

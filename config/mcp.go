@@ -1,6 +1,8 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -65,6 +67,43 @@ func (s MCPServer) Target() string {
 	return strings.Join(append([]string{s.Command}, s.Args...), " ")
 }
 
+// Canonical is the whole of what the server would run or reach, as one
+// line of JSON with sorted keys: its transport (the one its fields imply
+// when type is not set), command, args, env, cwd, url, headers and
+// bearer_token_env. It is a workspace server's trust value, so a change to
+// any of them (an LD_PRELOAD in env, another cwd, a header that carries a
+// token) needs trust again; timeouts and enabled do not.
+func (s MCPServer) Canonical() string {
+	typ := s.Type
+	switch {
+	case typ != "":
+	case s.URL != "":
+		typ = "http"
+	default:
+		typ = "stdio"
+	}
+	m := map[string]any{"type": typ}
+	for k, v := range map[string]string{"command": s.Command, "cwd": s.Cwd, "url": s.URL, "bearer_token_env": s.BearerTokenEnv} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	if len(s.Args) > 0 {
+		m["args"] = s.Args
+	}
+	if len(s.Env) > 0 {
+		m["env"] = s.Env
+	}
+	if len(s.Headers) > 0 {
+		m["headers"] = s.Headers
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(m) // strings, string lists and string maps always encode
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 // applyMCP records the [mcp_servers] tables of one file: each replaces a
 // server of the same name from an earlier layer. A workspace file's
 // servers are programs the repository names: they are held until the
@@ -84,7 +123,7 @@ func (c *Config) applyMCP(servers map[string]MCPServer, at func(string) string, 
 		s.RawStartup, s.RawStartupSec, s.RawTool, s.RawToolSec = nil, nil, nil, nil
 		if project {
 			c.heldMCP = append(c.heldMCP, s)
-			c.held = append(c.held, Held{Key: key, Value: s.Target(), Origin: s.Origin})
+			c.held = append(c.held, Held{Key: key, Value: s.Canonical(), Origin: s.Origin})
 			continue
 		}
 		c.setMCP(s)
@@ -98,6 +137,22 @@ func (c *Config) setMCP(s MCPServer) {
 	c.MCPServers = slices.DeleteFunc(c.MCPServers, func(o MCPServer) bool { return o.Name == s.Name })
 	c.MCPServers = append(c.MCPServers, s)
 	slices.SortStableFunc(c.MCPServers, func(a, b MCPServer) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// HeldMCPServers returns the workspace file's [mcp_servers] held until the
+// workspace is trusted (none after ApplyHeld).
+func (c *Config) HeldMCPServers() []MCPServer {
+	var out []MCPServer
+	for _, h := range c.held {
+		if name, ok := strings.CutPrefix(h.Key, "mcp_servers."); ok {
+			for _, s := range c.heldMCP {
+				if s.Name == name {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // applyHeldMCP applies the held workspace server name.

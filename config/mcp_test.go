@@ -51,8 +51,11 @@ tool_timeout = 2.5
 			held = append(held, h.Key+"="+h.Value+"@"+h.Origin)
 		}
 	}
-	if strings.Join(held, ";") != "mcp_servers.docs=./docs-server@"+proj+":1;mcp_servers.local=make mcp@"+proj+":4" {
+	if strings.Join(held, ";") != `mcp_servers.docs={"command":"./docs-server","type":"stdio"}@`+proj+`:1;mcp_servers.local={"args":["mcp"],"command":"make","type":"stdio"}@`+proj+":4" {
 		t.Errorf("held %v", held)
+	}
+	if hs := c.HeldMCPServers(); len(hs) != 2 || hs[1].Name != "local" || hs[1].Target() != "make mcp" {
+		t.Errorf("HeldMCPServers %+v", hs)
 	}
 	c.ApplyHeld()
 	if names() != "docs,github,local" {
@@ -168,5 +171,39 @@ func TestAddAndRemoveMCPServer(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p5); string(b) != "modle = \"x\"\n" {
 		t.Errorf("a refused edit changed the file: %q", b)
+	}
+}
+
+// A workspace server's trust value is the whole server: its environment,
+// working directory, headers and bearer token variable as much as its
+// command, so changing any of them asks again. Timeouts do not count.
+func TestMCPCanonical(t *testing.T) {
+	base := config.MCPServer{Command: "npx", Args: []string{"-y", "srv"}, Env: map[string]string{"MARK": "a"}}
+	seen := map[string]string{}
+	for name, s := range map[string]config.MCPServer{
+		"base":       base,
+		"env":        {Command: "npx", Args: []string{"-y", "srv"}, Env: map[string]string{"MARK": "b", "LD_PRELOAD": "/tmp/evil.so"}},
+		"cwd":        {Command: "npx", Args: []string{"-y", "srv"}, Env: map[string]string{"MARK": "a"}, Cwd: "/tmp/x"},
+		"args":       {Command: "npx", Args: []string{"-y", "srv2"}, Env: map[string]string{"MARK": "a"}},
+		"url":        {URL: "https://a.example/mcp"},
+		"sse":        {Type: "sse", URL: "https://a.example/mcp"},
+		"headers":    {URL: "https://a.example/mcp", Headers: map[string]string{"X": "${GITHUB_TOKEN}"}},
+		"bearer":     {URL: "https://a.example/mcp", BearerTokenEnv: "GITHUB_TOKEN"},
+		"split-args": {Command: "npx", Args: []string{"-y srv"}, Env: map[string]string{"MARK": "a"}},
+	} {
+		v := s.Canonical()
+		if other, dup := seen[v]; dup {
+			t.Errorf("%s and %s have the same trust value %s", name, other, v)
+		}
+		seen[v] = name
+	}
+	same := base
+	same.StartupTimeout, same.Origin, same.Name = time.Minute, "elsewhere", "other"
+	same.Env = map[string]string{"MARK": "a"}
+	if same.Canonical() != base.Canonical() {
+		t.Errorf("timeouts or names change the value: %s vs %s", same.Canonical(), base.Canonical())
+	}
+	if want := `{"args":["-y","srv"],"command":"npx","env":{"MARK":"a"},"type":"stdio"}`; base.Canonical() != want {
+		t.Errorf("canonical %s, want %s", base.Canonical(), want)
 	}
 }

@@ -52,19 +52,15 @@ func (a *app) mcpServers(ctx context.Context, dir string) ([]mcpServer, error) {
 	}
 	var out []mcpServer
 	for _, s := range a.cfg.MCPServers {
-		out = append(out, mcpServer{project: s.Project, cfg: mcp.ServerConfig{
-			Name: s.Name, Type: mcp.Transport(s.Type), Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
-			URL: s.URL, Headers: s.Headers, BearerTokenEnv: s.BearerTokenEnv, Disabled: s.Disabled(),
-			StartupTimeout: s.StartupTimeout, ToolTimeout: s.ToolTimeout, Origin: s.Origin,
-		}})
+		out = append(out, mcpServer{project: s.Project, cfg: mcpConfig(s)})
 	}
 	taken := func(name string) bool {
 		return slices.ContainsFunc(out, func(o mcpServer) bool { return o.cfg.Name == name })
 	}
 	const untrusted = "the workspace is not trusted, so its own MCP servers do not start (rein trust, or --trust for one run)"
-	for _, h := range a.cfg.Held() {
-		if name, ok := strings.CutPrefix(h.Key, "mcp_servers."); ok && !taken(name) {
-			out = append(out, mcpServer{project: true, held: untrusted, cfg: mcp.ServerConfig{Name: name, Command: h.Value, Origin: h.Origin}})
+	for _, s := range a.cfg.HeldMCPServers() {
+		if !taken(s.Name) {
+			out = append(out, mcpServer{project: true, held: untrusted, cfg: mcpConfig(s)})
 		}
 	}
 	root := a.workspaceRoot(dir)
@@ -91,6 +87,22 @@ func (a *app) mcpServers(ctx context.Context, dir string) ([]mcpServer, error) {
 	return out, nil
 }
 
+// mcpConfig is a [mcp_servers] table as package mcp takes it.
+func mcpConfig(s config.MCPServer) mcp.ServerConfig {
+	return mcp.ServerConfig{
+		Name: s.Name, Type: mcp.Transport(s.Type), Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
+		URL: s.URL, Headers: s.Headers, BearerTokenEnv: s.BearerTokenEnv, Disabled: s.Disabled(),
+		StartupTimeout: s.StartupTimeout, ToolTimeout: s.ToolTimeout, Origin: s.Origin,
+	}
+}
+
+// mcpCanonical is a server's trust value: config.MCPServer.Canonical, the
+// same for a .mcp.json server as for a [mcp_servers] table.
+func mcpCanonical(s mcp.ServerConfig) string {
+	return config.MCPServer{Type: string(s.Type), Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
+		URL: s.URL, Headers: s.Headers, BearerTokenEnv: s.BearerTokenEnv}.Canonical()
+}
+
 // trusted reports whether root's own settings apply in this run: the
 // decision the run already made (trustWorkspace), else one made now
 // without asking.
@@ -115,7 +127,7 @@ func mcpFileItems(root string) []trust.Item {
 	}
 	var out []trust.Item
 	for _, s := range servers {
-		out = append(out, trust.Item{Kind: trust.KindMCP, Key: "mcpServers." + s.Name, Value: s.Target(), Origin: mcpProjectFile})
+		out = append(out, trust.Item{Kind: trust.KindMCP, Key: "mcpServers." + s.Name, Value: mcpCanonical(s), Origin: mcpProjectFile})
 	}
 	return out
 }
