@@ -58,7 +58,11 @@ func TestDisableAllHooks(t *testing.T) {
 	if len(h.ToolPre)+len(h.PromptAdmission)+len(h.SessionStart) != 0 {
 		t.Errorf("hooks still wired: %+v", h)
 	}
-	// An untrusted workspace's file has no say: the user's hooks run.
+	// It is the workspace's say (a trust item), and an untrusted
+	// workspace's file has none: the user's hooks run.
+	if d := c.ProjectDisablers(); len(d) != 1 || d[0] != filepath.Join(proj, ".rein", "settings.json") {
+		t.Errorf("ProjectDisablers %q", d)
+	}
 	if u := c.WithoutProject(); u.DisabledBy != "" || u.Len(hook.PreToolUse) != 1 {
 		t.Errorf("without the project: disabled by %q, %d PreToolUse hooks", u.DisabledBy, u.Len(hook.PreToolUse))
 	}
@@ -71,6 +75,9 @@ func TestDisableAllHooks(t *testing.T) {
 	}
 	if u := c.WithoutProject(); u.DisabledBy != filepath.Join(user, "rein", "settings.json") || u.Len(hook.PreToolUse) != 0 {
 		t.Errorf("user's disableAllHooks: disabled by %q, %d PreToolUse hooks", u.DisabledBy, u.Len(hook.PreToolUse))
+	}
+	if d := c.ProjectDisablers(); len(d) != 1 {
+		t.Errorf("the user's file is no project's: ProjectDisablers %q", d)
 	}
 }
 

@@ -214,6 +214,22 @@ func (c *Config) ProjectCommands() []*Command {
 	return out
 }
 
+// ProjectDisablers returns the workspace's own settings files that say
+// "disableAllHooks": true. Such a file turns off the user's hooks too, so
+// it needs trust like a hook command (WithoutProject drops its say).
+func (c *Config) ProjectDisablers() []string {
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range c.disablers {
+		if slices.Contains(c.projects, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // WithoutProject returns c without the workspace's hooks (an untrusted
 // workspace): only the user's own hooks run. Their IDs do not change (the
 // user's file is read first). Warnings are kept.

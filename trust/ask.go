@@ -93,6 +93,8 @@ func heading(kind string) string {
 	switch kind {
 	case KindHook:
 		return "run these commands (hooks)"
+	case KindHooksOff:
+		return "turn off every hook, your own included"
 	case KindProvider:
 		return "send model requests, with your API key, as set here"
 	case KindMode:

@@ -1,8 +1,8 @@
 // Package trust decides which workspaces the user trusts, and so which of a
 // project's own settings rein applies. A workspace is untrusted until the
 // user trusts it. In an untrusted workspace the project's settings that can
-// run code, redirect credentials or widen permissions (hook commands,
-// provider base URLs, key variables and headers, a more permissive mode,
+// run code, redirect credentials or widen permissions (hook commands, a
+// switch that turns off the user's hooks, provider base URLs, key variables and headers, a more permissive mode,
 // allow rules, a wider sandbox, kept environment variables, MCP servers)
 // are not applied;
 // harmless ones (model name, instructions, context window) are.
@@ -36,6 +36,10 @@ import (
 const (
 	// KindHook is a command a project hook would run.
 	KindHook = "hook"
+	// KindHooksOff is a project's "disableAllHooks": true, which would
+	// turn off the user's own hooks too (a hook that blocks pasted
+	// secrets, say).
+	KindHooksOff = "hooks-off"
 	// KindProvider is where a provider's requests, and so the user's API
 	// key, would go: a base URL, the variable the key is read from, or a
 	// header.
@@ -53,7 +57,7 @@ const (
 	KindMCP = "mcp-server"
 )
 
-var kindOrder = []string{KindHook, KindProvider, KindMode, KindAllow, KindSandbox, KindEnvKeep, KindMCP}
+var kindOrder = []string{KindHook, KindHooksOff, KindProvider, KindMode, KindAllow, KindSandbox, KindEnvKeep, KindMCP}
 
 // Item is one trust-relevant setting of a project.
 type Item struct {

@@ -128,7 +128,8 @@ func configItems(cfg *config.Config, root string) []trust.Item {
 	return out
 }
 
-// hookItems describes the workspace's own command hooks.
+// hookItems describes the workspace's own command hooks, and its
+// settings files that would turn every hook off.
 func hookItems(hc *hook.Config, root string) []trust.Item {
 	var out []trust.Item
 	for _, h := range hc.ProjectCommands() {
@@ -137,6 +138,9 @@ func hookItems(hc *hook.Config, root string) []trust.Item {
 			key += "[" + h.Matcher + "]"
 		}
 		out = append(out, trust.Item{Kind: trust.KindHook, Key: key, Value: h.Command, Origin: relTo(root, h.File)})
+	}
+	for _, f := range hc.ProjectDisablers() {
+		out = append(out, trust.Item{Kind: trust.KindHooksOff, Key: "disableAllHooks", Value: "true", Origin: relTo(root, f)})
 	}
 	return out
 }
