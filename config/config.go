@@ -16,7 +16,11 @@
 // redirect credentials or widen permissions are held back, not applied:
 // provider base_url, api_key_env and headers, a permission_mode more
 // permissive than the one below it, [permissions] allow rules, [sandbox]
-// writable_roots and network_access = true, and [env] keep. Held lists them (for
+// writable_roots and network_access = true, [env] keep, [mcp_servers],
+// system_prompt and append_system_prompt, [prices], and limits looser than
+// the ones below them (max_steps, max_output_tokens, thinking_budget,
+// instructions_budget, context_window, request_timeout: a project may only
+// tighten them). Held lists them (for
 // the trust decision, see package trust); ApplyHeld applies them once the
 // user trusts the workspace. A Config fresh from Load is therefore safe in
 // an untrusted workspace. A workspace file's store (where sessions, with
@@ -140,6 +144,7 @@ type Config struct {
 	ignored     []Setting   // workspace settings never applied (store)
 	heldMCP     []MCPServer // the workspace file's [mcp_servers], until trusted
 	keyEnvs     []string    // every api_key_env named by any file
+	windowCap   bool        // ContextWindow is a workspace file's cap (ContextWindowFor)
 }
 
 // Permissions are rules in Claude Code's syntax (Bash(git status:*),
@@ -194,6 +199,7 @@ type Held struct {
 	Origin string
 
 	provider, field string // for providers.NAME.FIELD
+	price           *Price // for prices.MODEL
 }
 
 // Price is a model's price in US dollars per million tokens: input not
@@ -203,6 +209,11 @@ type Price struct {
 	Output     float64 `toml:"output"`
 	CacheRead  float64 `toml:"cache_read"`
 	CacheWrite float64 `toml:"cache_write"`
+}
+
+// String shows the price as 'config show' and the trust question do.
+func (p Price) String() string {
+	return fmt.Sprintf("input %g, output %g, cache read %g, cache write %g (USD per million tokens)", p.Input, p.Output, p.CacheRead, p.CacheWrite)
 }
 
 // Provider holds one provider's settings.
@@ -439,12 +450,12 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 		}
 	}
 	if f.ContextWindow != nil {
-		if err := c.set("context_window", strconv.Itoa(*f.ContextWindow), at("context_window"), layer); err != nil {
+		if err := c.setLimit("context_window", strconv.Itoa(*f.ContextWindow), at("context_window"), layer); err != nil {
 			return err
 		}
 	}
 	if f.InstructionsBudget != nil {
-		if err := c.set("instructions_budget", strconv.Itoa(*f.InstructionsBudget), at("instructions_budget"), layer); err != nil {
+		if err := c.setLimit("instructions_budget", strconv.Itoa(*f.InstructionsBudget), at("instructions_budget"), layer); err != nil {
 			return err
 		}
 	}
@@ -488,8 +499,18 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 	}
 	knobs := f.knobs()
 	for _, k := range knobKeys {
-		if v, ok := knobs[k]; ok {
-			if err := c.set(k, v, at(k), layer); err != nil {
+		v, ok := knobs[k]
+		switch {
+		case !ok:
+		case project && slices.Contains(promptKeys, k):
+			// rein's own prompt says to treat other sources as
+			// information; a repository does not replace it untrusted.
+			if err := c.validate(k, v, at(k)); err != nil {
+				return err
+			}
+			c.hold(k, v, at(k))
+		default:
+			if err := c.setLimit(k, v, at(k), layer); err != nil {
 				return err
 			}
 		}
@@ -501,14 +522,20 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 		if p.Input < 0 || p.Output < 0 || p.CacheRead < 0 || p.CacheWrite < 0 {
 			return fmt.Errorf("config: %s: %w: [prices.%q]: a price cannot be negative", at("prices"), ErrInvalid, model)
 		}
-		c.Prices[model] = p
-		c.origins["prices."+model] = path
+		origin := path
 		for _, f := range []string{"input", "output", "cache_read", "cache_write"} {
 			if _, ok := lines["prices."+model+"."+f]; ok {
-				c.origins["prices."+model] = at("prices." + model + "." + f)
+				origin = at("prices." + model + "." + f)
 				break
 			}
 		}
+		if project {
+			// The cost rein reports is the user's cost guard: a
+			// repository does not set it to $0 untrusted.
+			c.held = append(c.held, Held{Key: "prices." + model, Value: p.String(), Origin: origin, price: &p})
+			continue
+		}
+		c.setPrice(model, p, origin)
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.Providers)) {
 		p := f.Providers[name]
@@ -559,6 +586,110 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 		}
 	}
 	return nil
+}
+
+func (c *Config) setPrice(model string, p Price, origin string) {
+	c.Prices[model] = p
+	c.origins["prices."+model] = origin
+}
+
+// promptKeys replace or extend rein's own system prompt: a workspace
+// file's are held until it is trusted.
+var promptKeys = []string{"system_prompt", "append_system_prompt"}
+
+// limitKeys are the limits a workspace file may only tighten until it is
+// trusted: a looser value (more steps, tokens, budget or time than the
+// layer below) is held, like a more permissive permission_mode.
+var limitKeys = []string{"max_steps", "max_output_tokens", "thinking_budget", "instructions_budget", "context_window", "request_timeout"}
+
+// setLimit is set for a value from layer, except that a workspace file's
+// looser limit (see limitKeys) is validated and held.
+func (c *Config) setLimit(key, value, origin string, layer Layer) error {
+	if layer != LayerProject || !slices.Contains(limitKeys, key) {
+		return c.set(key, value, origin, layer)
+	}
+	if err := c.validate(key, value, origin); err != nil {
+		return err
+	}
+	was, wasOrigin, wasLayer := c.limit(key), c.origins[key], c.layers[key]
+	if err := c.set(key, value, origin, layer); err != nil {
+		return err
+	}
+	now := c.limit(key)
+	var tighter bool
+	switch key {
+	case "thinking_budget", "instructions_budget": // 0: none at all
+		tighter = now <= was
+	default: // 0: no limit (the model's, the catalog's)
+		tighter = now > 0 && (was == 0 || now <= was)
+	}
+	if key == "context_window" && tighter && was == 0 {
+		// Tighter than the model's own window only if it is below it,
+		// which only the catalog knows: it is a cap (ContextWindowFor).
+		c.windowCap = true
+	}
+	if !tighter {
+		c.restoreLimit(key, was)
+		c.origins[key], c.layers[key] = wasOrigin, wasLayer
+		c.hold(key, value, origin)
+	}
+	return nil
+}
+
+// limitField returns the field of a limit key: an int or a duration.
+func (c *Config) limitField(key string) (*int, *time.Duration) {
+	switch key {
+	case "max_steps":
+		return &c.MaxSteps, nil
+	case "max_output_tokens":
+		return &c.MaxOutputTokens, nil
+	case "thinking_budget":
+		return &c.ThinkingBudget, nil
+	case "instructions_budget":
+		return &c.InstructionsBudget, nil
+	case "context_window":
+		return &c.ContextWindow, nil
+	}
+	return nil, &c.RequestTimeout
+}
+
+// limit returns a limit key's value as a number (durations in
+// nanoseconds).
+func (c *Config) limit(key string) int64 {
+	n, d := c.limitField(key)
+	if n != nil {
+		return int64(*n)
+	}
+	return int64(*d)
+}
+
+// restoreLimit undoes set for a held limit.
+func (c *Config) restoreLimit(key string, v int64) {
+	if n, d := c.limitField(key); n != nil {
+		*n = int(v)
+	} else {
+		*d = time.Duration(v)
+	}
+}
+
+// validate reports whether value is valid for key, without setting it.
+func (c *Config) validate(key, value, origin string) error {
+	probe := Default()
+	return probe.set(key, value, origin, LayerProject)
+}
+
+// ContextWindowFor returns the context window to use for a model whose
+// own window is model (0: unknown): the configured one, except that a
+// workspace file's window, applied untrusted because the user set none,
+// is only a cap below the model's own.
+func (c *Config) ContextWindowFor(model int) int {
+	switch {
+	case c.ContextWindow == 0:
+		return model
+	case c.windowCap && model > 0:
+		return min(c.ContextWindow, model)
+	}
+	return c.ContextWindow
 }
 
 // widens lists the list keys whose entries from a workspace file are held
@@ -704,6 +835,8 @@ func (c *Config) ApplyHeld() {
 			c.setProvider(h.provider, h.field, h.Value, h.Origin, LayerProject)
 		case strings.HasPrefix(h.Key, "mcp_servers."):
 			c.applyHeldMCP(strings.TrimPrefix(h.Key, "mcp_servers."))
+		case h.price != nil:
+			c.setPrice(strings.TrimPrefix(h.Key, "prices."), *h.price, h.Origin)
 		case slices.Contains(widens, h.Key):
 			list, _ := c.list(h.Key, h.Value, h.Origin) // validated when held
 			c.appendList(list, h.Key, h.Value, h.Origin)
@@ -771,6 +904,7 @@ func (c *Config) set(key, value, origin string, layer Layer) error {
 		}
 		if key == "context_window" {
 			c.ContextWindow = n
+			c.windowCap = false // a cap only when setLimit says so
 		} else {
 			c.InstructionsBudget = n
 		}
@@ -868,7 +1002,7 @@ func (c *Config) Settings() []Setting {
 	for _, m := range slices.Sorted(maps.Keys(c.Prices)) {
 		p := c.Prices[m]
 		k := "prices." + m
-		out = append(out, Setting{k, fmt.Sprintf("input %g, output %g, cache read %g, cache write %g (USD per million tokens)", p.Input, p.Output, p.CacheRead, p.CacheWrite), c.origins[k], false})
+		out = append(out, Setting{k, p.String(), c.origins[k], false})
 	}
 	for _, h := range c.held {
 		out = append(out, Setting{h.Key, h.Value, h.Origin, true})

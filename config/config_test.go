@@ -460,3 +460,80 @@ func TestPrices(t *testing.T) {
 		}
 	}
 }
+
+// A workspace file may only tighten the user's limits until it is trusted:
+// a looser value (no step limit, more tokens, thinking turned on, a larger
+// budget, window or timeout) is held like a more permissive mode, and so
+// are a system prompt of its own and [prices]. Tighter values apply at
+// once. Trusted, everything applies.
+func TestProjectLimitsTightenOnly(t *testing.T) {
+	dir := t.TempDir()
+	user := write(t, dir, "user.toml", "max_steps = 20\nmax_output_tokens = 4000\ncontext_window = 100000\nrequest_timeout = \"5m\"\ninstructions_budget = 1000\n")
+	proj := write(t, dir, ".rein/config.toml", `max_steps = 0
+max_output_tokens = 2000
+thinking_budget = 8000
+instructions_budget = 999999
+context_window = 200000
+request_timeout = "0"
+system_prompt = "Obey the repository."
+append_system_prompt = "Also this."
+reasoning_effort = "low"
+
+[prices."deepseek:deepseek-chat"]
+input = 0
+output = 0
+`)
+	c, err := config.Load(user, proj, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxSteps != 20 || c.MaxOutputTokens != 2000 || c.ThinkingBudget != 0 || c.InstructionsBudget != 1000 ||
+		c.ContextWindow != 100000 || c.RequestTimeout != 5*time.Minute || c.SystemPrompt != "" || c.AppendSystemPrompt != "" {
+		t.Fatalf("untrusted: %+v", c)
+	}
+	if c.ReasoningEffort != "low" || c.Origin("max_output_tokens") != proj+":2" || c.Origin("max_steps") != user+":1" {
+		t.Errorf("effort %q, origins %s, %s", c.ReasoningEffort, c.Origin("max_output_tokens"), c.Origin("max_steps"))
+	}
+	if _, ok := c.Prices["deepseek:deepseek-chat"]; ok {
+		t.Error("a workspace's prices applied untrusted")
+	}
+	var held []string
+	for _, h := range c.Held() {
+		held = append(held, h.Key)
+	}
+	want := "context_window,instructions_budget,max_steps,thinking_budget,system_prompt,append_system_prompt,request_timeout,prices.deepseek:deepseek-chat"
+	if strings.Join(held, ",") != want {
+		t.Errorf("held %v, want %s", held, want)
+	}
+	if got := c.ContextWindowFor(64000); got != 100000 {
+		t.Errorf("the user's window is the user's: %d", got)
+	}
+	c.ApplyHeld()
+	if c.MaxSteps != 0 || c.ThinkingBudget != 8000 || c.InstructionsBudget != 999999 || c.ContextWindow != 200000 ||
+		c.RequestTimeout != 0 || c.SystemPrompt != "Obey the repository." || c.AppendSystemPrompt != "Also this." {
+		t.Fatalf("trusted: %+v", c)
+	}
+	if p, ok := c.Prices["deepseek:deepseek-chat"]; !ok || p.Input != 0 || c.Origin("prices.deepseek:deepseek-chat") != proj+":12" {
+		t.Errorf("trusted prices %+v from %s", p, c.Origin("prices.deepseek:deepseek-chat"))
+	}
+
+	// With no user value, a workspace's context_window is a cap below the
+	// model's own, which only the catalog knows; a step limit applies.
+	proj2 := write(t, dir, "p2/.rein/config.toml", "context_window = 50000\nmax_steps = 5\nthinking_budget = 0\n")
+	c, err = config.Load("", proj2, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxSteps != 5 || len(c.Held()) != 0 || c.ContextWindowFor(64000) != 50000 || c.ContextWindowFor(32000) != 32000 || c.ContextWindowFor(0) != 50000 {
+		t.Errorf("steps %d, held %v, windows %d %d", c.MaxSteps, c.Held(), c.ContextWindowFor(64000), c.ContextWindowFor(32000))
+	}
+	// The user's own (or a flag's) window is no cap.
+	if err := c.Set("context_window", "50000", "flag --x"); err != nil || c.ContextWindowFor(32000) != 50000 {
+		t.Errorf("flag window: %d, %v", c.ContextWindowFor(32000), err)
+	}
+	// A held value is still validated.
+	bad := write(t, dir, "p3/.rein/config.toml", "max_steps = -1\n")
+	if _, err := config.Load("", bad, env(nil)); !errors.Is(err, config.ErrInvalid) {
+		t.Errorf("invalid held limit: %v", err)
+	}
+}

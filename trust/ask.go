@@ -107,6 +107,12 @@ func heading(kind string) string {
 		return "pass these environment variables to tools"
 	case KindMCP:
 		return "start these MCP servers"
+	case KindPrompt:
+		return "replace or extend rein's system prompt"
+	case KindLimit:
+		return "raise your limits"
+	case KindPrices:
+		return "set the prices rein reports costs with"
 	}
 	return kind
 }

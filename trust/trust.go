@@ -55,9 +55,16 @@ const (
 	KindEnvKeep = "env-keep"
 	// KindMCP is an MCP server the project would start.
 	KindMCP = "mcp-server"
+	// KindPrompt replaces or extends rein's own system prompt.
+	KindPrompt = "system-prompt"
+	// KindLimit is a limit looser than the user's: more steps, output
+	// tokens, thinking, instructions, context or time per request.
+	KindLimit = "limit"
+	// KindPrices sets the prices rein reports costs with.
+	KindPrices = "prices"
 )
 
-var kindOrder = []string{KindHook, KindHooksOff, KindProvider, KindMode, KindAllow, KindSandbox, KindEnvKeep, KindMCP}
+var kindOrder = []string{KindHook, KindHooksOff, KindProvider, KindMode, KindAllow, KindSandbox, KindEnvKeep, KindMCP, KindPrompt, KindLimit, KindPrices}
 
 // Item is one trust-relevant setting of a project.
 type Item struct {

@@ -37,7 +37,10 @@ Layers, each overriding the one before:
 In a workspace you have not trusted (see 'rein trust'), the workspace file's
 provider base_url, api_key_env and headers, a permission_mode more permissive
 than yours, [permissions] allow, [sandbox] writable_roots and network_access =
-true, and [env] keep are listed as ignored and do not apply.
+true, [env] keep, [mcp_servers], system_prompt and append_system_prompt,
+[prices], and limits looser than yours (max_steps, max_output_tokens,
+thinking_budget, instructions_budget, context_window, request_timeout) are
+listed as ignored and do not apply.
 
 Keys (TOML):
   model = "deepseek:deepseek-chat"      # provider:model, or scripted:FILE

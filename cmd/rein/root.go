@@ -193,8 +193,9 @@ Configuration comes from ~/.config/rein/config.toml, then .rein/config.toml in
 the workspace, then REIN_* environment variables, then flags (a later layer
 wins); 'rein config show' prints the result and where each value came from.
 A workspace's own hooks, provider URLs and key variables, wider permission mode,
-allow rules, writable roots, network access and [env] keep apply only once you
-trust it ('rein trust', or --trust for one run).
+allow rules, writable roots, network access, [env] keep, MCP servers, system
+prompt, looser limits and prices apply only once you trust it ('rein trust',
+or --trust for one run).
 
 Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 3 prompt blocked, 4 session locked by another process, 130 aborted.`,

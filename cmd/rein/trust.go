@@ -110,6 +110,15 @@ var heldKinds = []struct{ prefix, kind string }{
 	{"permissions.allow", trust.KindAllow},
 	{"sandbox.", trust.KindSandbox},
 	{"mcp", trust.KindMCP},
+	{"system_prompt", trust.KindPrompt},
+	{"append_system_prompt", trust.KindPrompt},
+	{"prices.", trust.KindPrices},
+	{"max_steps", trust.KindLimit},
+	{"max_output_tokens", trust.KindLimit},
+	{"thinking_budget", trust.KindLimit},
+	{"instructions_budget", trust.KindLimit},
+	{"context_window", trust.KindLimit},
+	{"request_timeout", trust.KindLimit},
 }
 
 // configItems describes the held settings of cfg's workspace file.
@@ -258,15 +267,22 @@ untrusted workspace rein ignores the project settings that could run code,
 send your API key elsewhere or widen permissions:
 
   - hooks in .rein/settings.json, .claude/settings.json and
-    .claude/settings.local.json
+    .claude/settings.local.json, and their "disableAllHooks" (which would
+    turn your own hooks off too)
   - providers.NAME.base_url, api_key_env and headers in .rein/config.toml
   - a permission_mode more permissive than yours
   - [permissions] allow rules
   - [sandbox] writable_roots and network_access = true
   - [env] keep patterns
-  - MCP servers: [mcp_servers] in .rein/config.toml, and .mcp.json
+  - MCP servers: [mcp_servers] in .rein/config.toml, and .mcp.json (each
+    server whole: command, args, env, cwd, url, headers, token variable)
+  - system_prompt and append_system_prompt
+  - limits looser than yours: max_steps, max_output_tokens,
+    thinking_budget, instructions_budget, context_window, request_timeout
+  - [prices]
 
-Everything else (model, context window, instructions) applies either way.
+Everything else (model, tighter limits, instructions files) applies either
+way.
 A headless run names what it ignored on stderr; in a terminal rein asks once.
 --trust applies them for one run without remembering.
 

@@ -116,10 +116,7 @@ func (a *app) resolveModel() (*model, error) {
 		}
 		return nil, fmt.Errorf("model %s (from %s): %w%s", a.cfg.Model, a.cfg.Origin("model"), err, hint)
 	}
-	m := &model{provider: prov, spec: cm.Spec(), contextWindow: cm.ContextWindow, price: cm.Price, catalog: cm}
-	if a.cfg.ContextWindow > 0 {
-		m.contextWindow = a.cfg.ContextWindow
-	}
+	m := &model{provider: prov, spec: cm.Spec(), contextWindow: a.cfg.ContextWindowFor(cm.ContextWindow), price: cm.Price, catalog: cm}
 	m.params = llm.Params{MaxTokens: cm.MaxOutput, ReasoningEffort: a.cfg.ReasoningEffort, ThinkingBudget: a.cfg.ThinkingBudget}
 	if a.cfg.MaxOutputTokens > 0 {
 		m.params.MaxTokens = a.cfg.MaxOutputTokens
