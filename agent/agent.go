@@ -721,9 +721,10 @@ func (a *Agent) redact(p session.Payload) session.Payload {
 // title). It may be called from hooks and from any goroutine; a caller
 // that must not title a session for a prompt admission blocks calls it
 // from the outside of the PromptAdmission chain, once the rest allowed the
-// prompt. An empty title is ignored.
+// prompt. An empty title is ignored. The title is masked by the Redactor
+// like every event, in the header too.
 func (a *Agent) SetTitle(title string) error {
-	title = strings.TrimSpace(title)
+	title = strings.TrimSpace(a.cfg.Redactor.String(title))
 	if title == "" {
 		return nil
 	}

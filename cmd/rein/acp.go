@@ -127,7 +127,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 			return nil, err
 		}
 		if req.Create { // titled from its first admitted prompt, as 'rein run' does
-			hooks.PromptAdmission = append([]agent.Hook[agent.Prompt, agent.Admission]{titleHook()}, hooks.PromptAdmission...)
+			hooks.PromptAdmission = append([]agent.Hook[agent.Prompt, agent.Admission]{titleHook(a.red)}, hooks.PromptAdmission...)
 		}
 		tools, err := a.acpTools(dir, req)
 		if err != nil {
@@ -158,9 +158,9 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		var ag *agent.Agent
 		if req.Create {
 			cfg.SessionID = req.SessionID
-			ag, err = agent.New(ctx, cfg)
+			ag, err = a.newAgent(ctx, cfg)
 		} else {
-			ag, err = agent.Resume(ctx, st, req.SessionID, cfg)
+			ag, err = a.resumeAgent(ctx, st, req.SessionID, cfg)
 		}
 		if err != nil {
 			servers.Close()
@@ -201,7 +201,7 @@ func (a *app) acpTools(dir string, req acp.OpenRequest) (*tool.Registry, error) 
 		FS:    fs.Options{Confine: a.sandboxed(), WriteRoots: a.writeRoots(dir), Buffers: req.Files},
 		Shell: shell.Options{Sandbox: a.sandbox(dir), Env: a.envPolicy()},
 	}
-	tools := builtin.All(opts)
+	tools := a.maskSpills(builtin.All(opts))
 	if req.Terminal != nil && opts.Shell.Sandbox == nil {
 		for i, t := range tools {
 			if t.Spec().Name == "bash" {

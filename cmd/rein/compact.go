@@ -79,10 +79,10 @@ The session must not be running in another process (exit 4).`,
 			if err != nil {
 				return err
 			}
-			ag, err := agent.Resume(ctx, st, id, agent.Config{
+			ag, err := a.resumeAgent(ctx, st, id, agent.Config{
 				Store: st, Provider: m.provider, Model: m.spec, Params: m.params, Tools: tools,
 				System: a.systemSections(dir, a.workspaceRoot(dir)),
-				Cwd:    dir, Hooks: hooks, Logger: a.log, Redactor: a.red,
+				Cwd:    dir, Hooks: hooks,
 			})
 			if err != nil {
 				return lockedError(id, fmt.Errorf("session %s: %w", id, err))

@@ -147,7 +147,7 @@ func (a *app) demo(ctx context.Context, keep bool) error {
 		_, steerErr = ag.Steer(agent.Message{Content: llm.Text(demoSteer)})
 		close(steered)
 	})
-	ag, err = agent.New(ctx, agent.Config{
+	ag, err = a.newAgent(ctx, agent.Config{
 		Store:    st,
 		Provider: model,
 		Model:    "scripted:demo",
@@ -159,8 +159,7 @@ func (a *app) demo(ctx context.Context, keep bool) error {
 			PromptAdmission: []agent.Hook[agent.Prompt, agent.Admission]{demoAdmission},
 			ToolPre:         []agent.Hook[agent.ToolCallInfo, agent.ToolDecision]{guardHook(func() *guard.Policy { return pol }, guard.DenyAll{})},
 		},
-		Logger:   a.log,
-		Redactor: a.red,
+		Logger: a.log,
 	})
 	if err != nil {
 		return err

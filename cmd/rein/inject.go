@@ -55,7 +55,7 @@ func (a *app) inject(ctx context.Context, id, source string, args []string) erro
 		return err
 	}
 	// No hooks, no tools, no model: an inject runs nothing.
-	ag, err := agent.Resume(ctx, st, id, agent.Config{Store: st, Provider: noModel{}, Logger: a.log, Redactor: a.red})
+	ag, err := a.resumeAgent(ctx, st, id, agent.Config{Store: st, Provider: noModel{}})
 	if err != nil {
 		return lockedError(id, fmt.Errorf("session %s: %w", id, err))
 	}

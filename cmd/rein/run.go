@@ -288,7 +288,7 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 		return err
 	}
 	if id == "" {
-		hooks.PromptAdmission = append([]agent.Hook[agent.Prompt, agent.Admission]{titleHook()}, hooks.PromptAdmission...)
+		hooks.PromptAdmission = append([]agent.Hook[agent.Prompt, agent.Admission]{titleHook(a.red)}, hooks.PromptAdmission...)
 	}
 	tools, err := a.tools(dir)
 	if err != nil {
@@ -306,7 +306,6 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 		Hooks:    hooks,
 		Approver: agentApprover{ch.approver(a.approver())},
 		Logger:   a.log,
-		Redactor: a.red,
 	}
 	a.configureCompaction(&cfg, m.contextWindow)
 	sid := id
@@ -325,9 +324,9 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 
 	var ag *agent.Agent
 	if id == "" {
-		ag, err = agent.New(ctx, cfg)
+		ag, err = a.newAgent(ctx, cfg)
 	} else {
-		ag, err = agent.Resume(ctx, st, id, cfg)
+		ag, err = a.resumeAgent(ctx, st, id, cfg)
 		err = lockedError(id, err)
 	}
 	if err != nil {

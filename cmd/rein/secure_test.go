@@ -2,7 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/llm/mock"
 	"github.com/reinhq/rein/redact"
 )
@@ -159,5 +166,61 @@ func TestEchoedKeyIsMaskedEverywhere(t *testing.T) {
 		if bytes.Contains(b, []byte(userKey)) || !bytes.Contains(b, []byte(mask)) {
 			t.Errorf("%s:\n%s", f, b)
 		}
+	}
+}
+
+// Every agent the CLI builds masks rein's keys: newAgent and resumeAgent
+// are the only places that call agent.New or agent.Resume, and they give
+// every agent the redactor. (An ACP session's agent once had none, and its
+// session file kept the keys a prompt or a read file held.)
+func TestAgentsAreBuiltWithTheRedactor(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pkgs {
+		for name, f := range p.Files {
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok || fd.Body == nil || fd.Name.Name == "newAgent" || fd.Name.Name == "resumeAgent" {
+					continue
+				}
+				ast.Inspect(fd.Body, func(n ast.Node) bool {
+					sel, ok := n.(*ast.SelectorExpr)
+					if !ok {
+						return true
+					}
+					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "agent" && (sel.Sel.Name == "New" || sel.Sel.Name == "Resume" || sel.Sel.Name == "Fork") {
+						t.Errorf("%s: %s calls agent.%s; build agents with a.newAgent or a.resumeAgent", fset.Position(sel.Pos()), name, sel.Sel.Name)
+					}
+					return true
+				})
+			}
+		}
+	}
+	var a app
+	if _, err := a.newAgent(context.Background(), agent.Config{}); !errors.Is(err, errNoRedactor) {
+		t.Errorf("an agent without a redactor: %v", err)
+	}
+}
+
+// A session's title is taken from its first prompt masked, before it is
+// cut: a key near the cut is masked whole, not left half-visible.
+func TestTitleIsMasked(t *testing.T) {
+	repo := secureEnv(t)
+	script := filepath.Join(t.TempDir(), "ok.json")
+	writeFile(t, script, `{"calls": [{"reply": {"text": ["ok"]}}]}`)
+	prompt := "hello, here is the key for the deploy job: " + userKey + " thanks"
+	if code, _, errs := rein(t, "--cwd", repo, "run", "--model", "scripted:"+script, prompt); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	files, _ := filepath.Glob(filepath.Join(os.Getenv("REIN_HOME"), "sessions", "*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("%d session files", len(files))
+	}
+	b, _ := os.ReadFile(files[0])
+	if bytes.Contains(b, []byte(userKey[:12])) || !bytes.Contains(b, []byte(`"title":"hello, here is the key for the deploy job: sk-…cdef thanks"`)) {
+		t.Errorf("the session file holds the key or lacks the masked title:\n%s", b)
 	}
 }

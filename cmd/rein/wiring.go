@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"os"
@@ -22,6 +25,7 @@ import (
 	"github.com/reinhq/rein/llm/catalog"
 	"github.com/reinhq/rein/llm/retry"
 	"github.com/reinhq/rein/llm/scripted"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/jsonl"
@@ -405,12 +409,82 @@ func (a *app) userHome() string {
 
 // tools returns the built-in tools for a session in dir: in the sandboxed
 // modes write and edit are confined to the write roots and bash runs in
-// the OS sandbox; bash gets the filtered environment.
+// the OS sandbox; bash gets the filtered environment; spill files are
+// masked (maskSpills).
 func (a *app) tools(dir string) (*tool.Registry, error) {
-	return builtin.Registry(builtin.Options{
+	return tool.NewRegistry(a.maskSpills(builtin.All(builtin.Options{
 		FS:    fs.Options{Confine: a.sandboxed(), WriteRoots: a.writeRoots(dir)},
 		Shell: shell.Options{Sandbox: a.sandbox(dir), Env: a.envPolicy()},
-	})
+	}))...)
+}
+
+// maskSpills wraps tools so that a spill file a result names (meta
+// spillPath: the whole output of a call the model was shown only part of,
+// which read and grep can open) holds rein's keys masked, as the result
+// does once the agent logs it.
+func (a *app) maskSpills(tools []tool.Tool) []tool.Tool {
+	out := make([]tool.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = spillMasked{Tool: t, red: a.red}
+	}
+	return out
+}
+
+// spillMasked is a tool whose spill files are masked after each call.
+type spillMasked struct {
+	tool.Tool
+	red *redact.Redactor
+}
+
+func (s spillMasked) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+	res, err := s.Tool.Run(ctx, call)
+	if err == nil && s.red.Active() && bytes.Contains(res.Meta, []byte(`"spillPath"`)) {
+		var m struct {
+			SpillPath string `json:"spillPath"`
+		}
+		if json.Unmarshal(res.Meta, &m) == nil && m.SpillPath != "" {
+			if merr := maskFile(m.SpillPath, s.red); merr != nil {
+				slog.Warn("spill file not masked", "path", m.SpillPath, "err", merr)
+			}
+		}
+	}
+	return res, err
+}
+
+// maskFile rewrites the regular file at path with the secrets red knows
+// masked, when it holds any. It refuses a symbolic link or a file that is
+// not the one checked (a name swapped in between).
+func maskFile(path string, red *redact.Redactor) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if got, err := f.Stat(); err != nil || !os.SameFile(fi, got) {
+		return fmt.Errorf("%s: changed while it was opened", path)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	masked := red.Bytes(b)
+	if bytes.Equal(masked, b) {
+		return nil
+	}
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(masked, 0); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // basePrompt is rein's own system prompt section.
@@ -499,6 +573,38 @@ func latestIn(ctx context.Context, st store.Store, dir string) (string, error) {
 	return "", fmt.Errorf("no session to continue in %s (see 'rein sessions ls')", dir)
 }
 
+// errNoRedactor: the CLI refuses to build an agent that would store keys.
+var errNoRedactor = errors.New("internal error: an agent without the redactor would store keys unmasked")
+
+// newAgent starts a new session's agent, and resumeAgent opens a stored
+// one: they are the only ways the CLI builds an agent (a test checks), so
+// that every command's and every face's agent masks rein's keys in what it
+// stores (agent.Config.Redactor) and logs through rein's logger.
+func (a *app) newAgent(ctx context.Context, cfg agent.Config) (*agent.Agent, error) {
+	if err := a.secureAgent(&cfg); err != nil {
+		return nil, err
+	}
+	return agent.New(ctx, cfg)
+}
+
+func (a *app) resumeAgent(ctx context.Context, st store.Store, id string, cfg agent.Config) (*agent.Agent, error) {
+	if err := a.secureAgent(&cfg); err != nil {
+		return nil, err
+	}
+	return agent.Resume(ctx, st, id, cfg)
+}
+
+func (a *app) secureAgent(cfg *agent.Config) error {
+	if a.red == nil {
+		return errNoRedactor
+	}
+	cfg.Redactor = a.red
+	if cfg.Logger == nil {
+		cfg.Logger = a.log
+	}
+	return nil
+}
+
 // lockedError turns store.ErrLocked into the CLI's locked exit.
 func lockedError(id string, err error) error {
 	if errors.Is(err, store.ErrLocked) {
@@ -514,8 +620,10 @@ func lockedError(id string, err error) error {
 
 // titleHook titles a new session from its first admitted prompt. It runs
 // first in the PromptAdmission chain and titles only once the rest allowed
-// the prompt: a blocked prompt (a pasted secret, say) names nothing.
-func titleHook() agent.Hook[agent.Prompt, agent.Admission] {
+// the prompt: a blocked prompt (a pasted secret, say) names nothing. The
+// prompt is masked before it is cut to a title, so a key cut in half
+// cannot slip past the mask.
+func titleHook(red *redact.Redactor) agent.Hook[agent.Prompt, agent.Admission] {
 	done := false
 	return func(ctx context.Context, p agent.Prompt, next func(context.Context, agent.Prompt) (agent.Admission, error)) (agent.Admission, error) {
 		adm, err := next(ctx, p)
@@ -526,7 +634,7 @@ func titleHook() agent.Hook[agent.Prompt, agent.Admission] {
 		if adm.Content != nil {
 			content = adm.Content
 		}
-		if t := titleOf(llm.PlainText(content)); t != "" {
+		if t := titleOf(red.String(llm.PlainText(content))); t != "" {
 			done = true
 			if terr := p.Agent.SetTitle(t); terr != nil {
 				slog.Debug("session title", "err", terr)
