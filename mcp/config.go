@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -58,8 +59,13 @@ type ServerConfig struct {
 	Type Transport
 
 	// Command, Args, Env and Cwd start a stdio server. Env is added to
-	// the filtered environment every stdio server gets (Options.Environ);
-	// Cwd defaults to the session's directory.
+	// the filtered environment every stdio server gets (Options.Environ).
+	// Cwd is its working directory, relative to Options.Dir (the
+	// workspace) when not absolute; without one the server runs in
+	// Options.ServerDir, not in the workspace: the directory a launcher
+	// runs in chooses code (npx prefers ./node_modules, python -m imports
+	// ./mod, node server.js reads ./server.js), so a Cwd inside a
+	// workspace lets that workspace choose the server's code.
 	Command string
 	Args    []string
 	Env     map[string]string
@@ -105,6 +111,16 @@ func (c ServerConfig) Target() string {
 		return strings.Join(append([]string{c.Command}, c.Args...), " ")
 	}
 	return c.URL
+}
+
+// WorkDir returns the directory the server's Cwd names, relative to dir
+// when not absolute; "" when it sets none. Call it on an expanded
+// configuration (Expand).
+func (c ServerConfig) WorkDir(dir string) string {
+	if c.Cwd == "" || filepath.IsAbs(c.Cwd) || dir == "" {
+		return c.Cwd
+	}
+	return filepath.Join(dir, c.Cwd)
 }
 
 func (c ServerConfig) startupTimeout() time.Duration {

@@ -42,6 +42,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -80,9 +81,14 @@ type Options struct {
 	// filtered by the caller's environment policy; a server's Env is added
 	// to it. nil means an empty environment.
 	Environ []string
-	// Dir is the working directory of stdio servers without a Cwd (the
-	// session's directory).
+	// Dir is what a stdio server's relative Cwd is relative to: the
+	// workspace.
 	Dir string
+	// ServerDir is where stdio servers without a Cwd run (default: the
+	// user's home directory, else the root directory). It must not be a
+	// directory the session's tools can write: the directory a server
+	// starts in chooses its code (see ServerConfig.Cwd).
+	ServerDir string
 	// Log receives the servers' stderr, one line each, prefixed with the
 	// time and the server's name (at most 16 MiB). nil discards it.
 	Log io.Writer
@@ -210,6 +216,12 @@ func Start(opts Options) *Manager {
 	}
 	if opts.SpillDir == "" {
 		opts.SpillDir = os.TempDir()
+	}
+	if opts.ServerDir == "" {
+		opts.ServerDir = string(filepath.Separator)
+		if h, err := os.UserHomeDir(); err == nil {
+			opts.ServerDir = h
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -646,7 +658,7 @@ func (s *server) transport() (sdk.Transport, *proc, error) {
 		}
 		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxRetries: -1}, nil, nil
 	}
-	p, err := startProc(s.cfg, s.m.opts.Dir, s.m.opts.Environ, s.log)
+	p, err := startProc(s.cfg, s.m.opts.Dir, s.m.opts.ServerDir, s.m.opts.Environ, s.log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot start %s: %w", s.cfg.Command, err)
 	}

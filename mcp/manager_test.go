@@ -547,3 +547,35 @@ func TestEnvironment(t *testing.T) {
 		t.Errorf("the server's own env does not win:\n%s", g.log.String())
 	}
 }
+
+// A stdio server runs in ServerDir (by default the user's home), never in
+// the workspace, unless its Cwd says so (relative to Dir): the directory a
+// launcher starts in chooses code (npx resolves ./node_modules first), so a
+// cloned repository must not pick the code of the user's own servers.
+func TestServerWorkingDirectory(t *testing.T) {
+	ws, neutral, home := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	out := t.TempDir()
+	cfg := func(name, cwd string) ServerConfig {
+		c := testServerConfig(t, name, "cwdfile="+filepath.Join(out, name))
+		c.Cwd = cwd
+		return c
+	}
+	f := start(t, Options{Dir: ws, ServerDir: neutral, Servers: []ServerConfig{cfg("plain", ""), cfg("rel", "sub"), cfg("abs", neutral)}})
+	f.sync()
+	g := start(t, Options{Dir: ws, Servers: []ServerConfig{cfg("home", "")}})
+	g.sync()
+	for name, want := range map[string]string{"plain": neutral, "rel": filepath.Join(ws, "sub"), "abs": neutral, "home": home} {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, _ := filepath.EvalSymlinks(string(b))
+		if w, _ := filepath.EvalSymlinks(want); got != w {
+			t.Errorf("%s ran in %s, want %s", name, b, want)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -29,17 +28,15 @@ type proc struct {
 	logged chan struct{} // closed when stderr has been read to its end
 }
 
-// startProc starts cfg's command in dir with environ plus cfg.Env. The
-// server's stderr goes line by line to log (each line prefixed with the
-// server's name) and into a short tail kept for error messages.
-func startProc(cfg ServerConfig, dir string, environ []string, log *serverLog) (*proc, error) {
+// startProc starts cfg's command with environ plus cfg.Env, in its Cwd
+// (relative to dir) or else in serverDir. The server's stderr goes line by
+// line to log (each line prefixed with the server's name) and into a short
+// tail kept for error messages.
+func startProc(cfg ServerConfig, dir, serverDir string, environ []string, log *serverLog) (*proc, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
-	cmd.Dir = dir
-	if cfg.Cwd != "" {
-		cmd.Dir = cfg.Cwd
-		if !filepath.IsAbs(cfg.Cwd) && dir != "" {
-			cmd.Dir = filepath.Join(dir, cfg.Cwd)
-		}
+	cmd.Dir = serverDir
+	if wd := cfg.WorkDir(dir); wd != "" {
+		cmd.Dir = wd
 	}
 	cmd.Env = mergeEnv(environ, cfg.Env)
 	setGroup(cmd)

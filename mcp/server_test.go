@@ -25,6 +25,7 @@ import (
 //	badschema   tools/list carries a tool whose schema is not an object
 //	child=FILE  start a grandchild (sleep) in the group, write its pid to FILE
 //	pidfile=FILE  write the server's own pid to FILE
+//	cwdfile=FILE  write the server's working directory to FILE
 //
 // Its tools: echo (read-only), add (read-only, anyOf schema), big, image,
 // resource, fail (isError), crash (exits while answering), hang (never
@@ -51,6 +52,10 @@ func testServer(modes string) int {
 	has := func(k string) bool { _, ok := modeValue(modes, k); return ok }
 	if f, ok := modeValue(modes, "pidfile"); ok {
 		_ = os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644)
+	}
+	if f, ok := modeValue(modes, "cwdfile"); ok {
+		wd, _ := os.Getwd()
+		_ = os.WriteFile(f, []byte(wd), 0o644)
 	}
 	if f, ok := modeValue(modes, "child"); ok {
 		c := exec.Command("sleep", "1000")

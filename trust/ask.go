@@ -107,6 +107,8 @@ func heading(kind string) string {
 		return "pass these environment variables to tools"
 	case KindMCP:
 		return "start these MCP servers"
+	case KindMCPCwd:
+		return "choose the code of your own MCP servers (their cwd is inside the workspace)"
 	case KindPrompt:
 		return "replace or extend rein's system prompt"
 	case KindLimit:

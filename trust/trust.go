@@ -55,6 +55,10 @@ const (
 	KindEnvKeep = "env-keep"
 	// KindMCP is an MCP server the project would start.
 	KindMCP = "mcp-server"
+	// KindMCPCwd is an MCP server of the user's own whose working
+	// directory is inside the workspace, which would then choose the
+	// server's code.
+	KindMCPCwd = "mcp-cwd"
 	// KindPrompt replaces or extends rein's own system prompt.
 	KindPrompt = "system-prompt"
 	// KindLimit is a limit looser than the user's: more steps, output
@@ -64,7 +68,7 @@ const (
 	KindPrices = "prices"
 )
 
-var kindOrder = []string{KindHook, KindHooksOff, KindProvider, KindMode, KindAllow, KindSandbox, KindEnvKeep, KindMCP, KindPrompt, KindLimit, KindPrices}
+var kindOrder = []string{KindHook, KindHooksOff, KindProvider, KindMode, KindAllow, KindSandbox, KindEnvKeep, KindMCP, KindMCPCwd, KindPrompt, KindLimit, KindPrices}
 
 // Item is one trust-relevant setting of a project.
 type Item struct {

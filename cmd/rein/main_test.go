@@ -51,7 +51,9 @@ func (s stopPostgres) Run() int {
 
 // TestScripts runs testdata/script/*.txtar against the real rein binary
 // (this test binary, installed as "rein" on the scripts' PATH). Each script
-// has its own REIN_HOME and XDG_CONFIG_HOME inside its work directory.
+// has its own HOME beside its work directory ($WORK.home), with
+// XDG_CONFIG_HOME=$HOME/.config and REIN_HOME=$HOME/.rein-home; files the
+// archive puts in .config/ and .claude/ are moved there.
 //
 // A rein run with REIN_TEST_EXIT_FILE set writes its exit code there (for
 // commands run in the background).
@@ -113,9 +115,24 @@ func TestScripts(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Setup: func(e *testscript.Env) error {
-			e.Setenv("REIN_HOME", filepath.Join(e.WorkDir, ".rein-home"))
-			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
-			e.Setenv("HOME", e.WorkDir)
+			// The user's home (config, sessions, ~/.claude) is beside the
+			// work directory, not in it, as a project is beside the user's
+			// configuration on a real machine: a workspace holding rein's
+			// configuration or session store would be read-only (see
+			// docs/security.md). The archive's .config/ and .claude/ are
+			// the user's: they move there.
+			home := e.WorkDir + ".home"
+			if err := os.Mkdir(home, 0o755); err != nil {
+				return err
+			}
+			for _, d := range []string{".config", ".claude"} {
+				if err := os.Rename(filepath.Join(e.WorkDir, d), filepath.Join(home, d)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return err
+				}
+			}
+			e.Setenv("HOME", home)
+			e.Setenv("REIN_HOME", filepath.Join(home, ".rein-home"))
+			e.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 			// Under -race every rein process would sleep 1 s at exit
 			// (atexit_sleep_ms); a race still fails the process (exit 66).
 			e.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))

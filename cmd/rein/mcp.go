@@ -50,9 +50,14 @@ func (a *app) mcpServers(ctx context.Context, dir string) ([]mcpServer, error) {
 	if slices.ContainsFunc(a.cfg.Held(), func(h config.Held) bool { return strings.HasPrefix(h.Key, "mcp_servers.") }) && a.trusted(ctx, a.root) {
 		a.cfg.ApplyHeld()
 	}
+	root := a.workspaceRoot(dir)
 	var out []mcpServer
 	for _, s := range a.cfg.MCPServers {
-		out = append(out, mcpServer{project: s.Project, cfg: mcpConfig(s)})
+		ms := mcpServer{project: s.Project, cfg: mcpConfig(s)}
+		if !s.Project && a.cwdInWorkspace(ms.cfg, root) && !a.trusted(ctx, root) {
+			ms.held = "its cwd is inside this workspace, which would choose its code, and the workspace is not trusted (rein trust, or --trust for one run)"
+		}
+		out = append(out, ms)
 	}
 	taken := func(name string) bool {
 		return slices.ContainsFunc(out, func(o mcpServer) bool { return o.cfg.Name == name })
@@ -63,7 +68,6 @@ func (a *app) mcpServers(ctx context.Context, dir string) ([]mcpServer, error) {
 			out = append(out, mcpServer{project: true, held: untrusted, cfg: mcpConfig(s)})
 		}
 	}
-	root := a.workspaceRoot(dir)
 	servers, warnings, err := mcp.LoadProjectFile(filepath.Join(root, mcpProjectFile))
 	if err != nil {
 		// A repository's broken file must not stop rein: say so, go on.
@@ -84,7 +88,53 @@ func (a *app) mcpServers(ctx context.Context, dir string) ([]mcpServer, error) {
 			out = append(out, mcpServer{cfg: s, project: true, held: held})
 		}
 	}
+	for i, s := range out {
+		if s.project && s.cfg.Cwd == "" {
+			// A workspace's own server runs in the workspace, as Claude
+			// Code runs .mcp.json's: its command may name the
+			// repository's files, and trusting it trusted that.
+			out[i].cfg.Cwd = "."
+		}
+	}
 	return out, nil
+}
+
+// cwdInWorkspace reports whether a server the user configured would run
+// with its working directory (its cwd, expanded, relative to the
+// workspace) inside the workspace root: the workspace would then choose
+// the server's code (npx, python -m and node resolve from there).
+func (a *app) cwdInWorkspace(s mcp.ServerConfig, root string) bool {
+	if s.Cwd == "" || s.Disabled || s.Transport() != mcp.Stdio {
+		return false
+	}
+	x, err := s.Expand(a.mcpLookup)
+	return err == nil && within(root, x.WorkDir(root))
+}
+
+// userMCPItems describes, for root's trust decision, the user's own MCP
+// servers whose cwd is inside root: they run only once root is trusted.
+// The value is the cwd as configured, so it does not depend on where in
+// the workspace rein runs.
+func (a *app) userMCPItems(cfg *config.Config, root string) []trust.Item {
+	var out []trust.Item
+	for _, s := range cfg.MCPServers {
+		if !s.Project && a.cwdInWorkspace(mcpConfig(s), root) {
+			out = append(out, trust.Item{Kind: trust.KindMCPCwd, Key: "mcp_servers." + s.Name + ".cwd", Value: s.Cwd, Origin: s.Origin})
+		}
+	}
+	return out
+}
+
+// mcpServerDir is where stdio MCP servers without a cwd run for a session
+// in dir: the user's home directory, or the root directory when home is
+// unknown or inside the session's workspace (rein run in ~): never a
+// directory whose files the workspace chooses.
+func (a *app) mcpServerDir(dir string) string {
+	home := a.getenv("HOME")
+	if home == "" || !isDir(home) || within(a.workspaceRoot(dir), home) {
+		return string(filepath.Separator)
+	}
+	return home
 }
 
 // mcpConfig is a [mcp_servers] table as package mcp takes it.
@@ -227,7 +277,7 @@ func (a *app) startMCP(ctx context.Context, dir, logPath string, model catalog.M
 	if left <= 0 {
 		left = -1
 	}
-	opts := mcp.Options{Servers: configs, Registry: cfg.Tools, Environ: a.mcpEnviron(), Dir: dir, Images: modelTakesImages(model),
+	opts := mcp.Options{Servers: configs, Registry: cfg.Tools, Environ: a.mcpEnviron(), Dir: a.workspaceRoot(dir), ServerDir: a.mcpServerDir(dir), Images: modelTakesImages(model),
 		InstructionsBudget: left, Lookup: a.mcpLookup, Version: version(), Logger: a.log}
 	if ms.log != nil {
 		opts.Log = ms.log
@@ -329,7 +379,7 @@ func (a *app) probe(ctx context.Context, only string) ([]mcp.Status, []mcpServer
 		}
 	}
 	reg, _ := tool.NewRegistry()
-	m := mcp.Start(mcp.Options{Servers: run, Registry: reg, Environ: a.mcpEnviron(), Dir: a.dir, Lookup: a.mcpLookup, Version: version(), Logger: a.log})
+	m := mcp.Start(mcp.Options{Servers: run, Registry: reg, Environ: a.mcpEnviron(), Dir: a.root, ServerDir: a.mcpServerDir(a.dir), Lookup: a.mcpLookup, Version: version(), Logger: a.log})
 	m.Wait(ctx)
 	st := m.Status()
 	if err := m.Close(); err != nil {

@@ -77,8 +77,14 @@ func TestACPSessionMCPServers(t *testing.T) {
 	if r.StopReason != sdk.StopReasonEndTurn {
 		t.Fatalf("stop reason %s\nstderr:\n%s", r.StopReason, p.stderr)
 	}
-	if b, err := os.ReadFile(filepath.Join(e.work, "note.txt")); err != nil || string(b) != "from the editor" {
-		t.Errorf("note.txt: %q %v", b, err)
+	// The editor's servers are started like the user's own: in the home
+	// directory, not in the workspace, whose files would choose their
+	// code.
+	if b, err := os.ReadFile(filepath.Join(e.root, "note.txt")); err != nil || string(b) != "from the editor" {
+		t.Errorf("note.txt in home: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.work, "note.txt")); err == nil {
+		t.Error("the editor's server ran in the workspace")
 	}
 	p.stop(t)
 	log, _ := filepath.Glob(filepath.Join(e.home, "sessions", "*.mcp.log"))
