@@ -537,3 +537,13 @@ output = 0
 		t.Errorf("invalid held limit: %v", err)
 	}
 }
+
+func TestProtectedDirs(t *testing.T) {
+	got := config.ProtectedDirs(env(map[string]string{"HOME": "/h", "XDG_CONFIG_HOME": "/x"}), "/data/rein/", "")
+	if strings.Join(got, ",") != "/x/rein,/h/.claude,/data/rein" {
+		t.Errorf("ProtectedDirs = %v", got)
+	}
+	if got := config.ProtectedDirs(env(map[string]string{"HOME": "/h"})); strings.Join(got, ",") != "/h/.config/rein,/h/.claude" {
+		t.Errorf("ProtectedDirs = %v", got)
+	}
+}

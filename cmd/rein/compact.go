@@ -67,7 +67,7 @@ The session must not be running in another process (exit 4).`,
 				return err
 			}
 			start := loaded.Log.Len()
-			dir := a.sessionDir(loaded.Log.Header().Cwd)
+			dir := a.sessionDir(id, loaded.Log.Header().Cwd)
 			if err := a.keepSessionModel(cmd.Flags(), id, loaded.Log); err != nil {
 				return err
 			}

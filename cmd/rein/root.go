@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -68,6 +69,10 @@ type app struct {
 	// trustAsker, when set, asks the trust question instead of the
 	// terminal (rein acp sets it to the editor's session).
 	trustAsker trust.Asker
+
+	// mu guards said: the messages printed once (sayOnce).
+	mu   sync.Mutex
+	said map[string]bool
 
 	// The store, once openStore opened it: its name for messages, and how
 	// to close it when the command ends.

@@ -278,7 +278,7 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 			return err
 		}
 		start = loaded.Log.Len()
-		dir = a.sessionDir(loaded.Log.Header().Cwd)
+		dir = a.sessionDir(id, loaded.Log.Header().Cwd)
 		if err := a.keepSessionModel(fl, id, loaded.Log); err != nil {
 			return err
 		}

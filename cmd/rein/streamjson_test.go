@@ -26,14 +26,16 @@ func TestStreamJSONGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	t.Setenv("REIN_HOME", filepath.Join(dir, ".rein-home"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, ".config"))
-	t.Setenv("HOME", dir)
+	// The user's home beside the workspace, not at it (a home directory is
+	// no writable workspace).
+	dir, home := t.TempDir(), t.TempDir()
+	t.Setenv("REIN_HOME", filepath.Join(home, ".rein-home"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Setenv("HOME", home)
 	t.Chdir(dir)
 	for name, text := range map[string]string{
-		"notes.txt":                "buy milk\n",
-		".config/rein/config.toml": "[prices.\"scripted:s.json\"]\ninput = 2\noutput = 10\n",
+		"notes.txt": "buy milk\n",
+		filepath.Join(home, ".config/rein/config.toml"): "[prices.\"scripted:s.json\"]\ninput = 2\noutput = 10\n",
 		"s.json": `{"calls": [
   {"expect": {"lastUser": "what do my notes say?"},
    "reply": {"text": ["Reading."], "toolCalls": [{"id": "c1", "name": "read", "arguments": {"file_path": "notes.txt"}}], "usage": {"input": 100, "output": 10}}},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/config"
+	"github.com/reinhq/rein/display"
 	"github.com/reinhq/rein/guard"
 	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/llm"
@@ -34,6 +35,7 @@ import (
 	"github.com/reinhq/rein/tool/builtin"
 	"github.com/reinhq/rein/tool/fs"
 	"github.com/reinhq/rein/tool/shell"
+	"github.com/reinhq/rein/trust"
 )
 
 // openStore opens the configured store (once per invocation; Main closes
@@ -146,6 +148,9 @@ func (a *app) wire(ctx context.Context, dir string, st store.Store, quiet bool) 
 	if err != nil {
 		return nil, agent.Hooks{}, nil, err
 	}
+	if err := a.confineWrites(dir); err != nil {
+		return nil, agent.Hooks{}, nil, err
+	}
 	m, err := a.resolveModel()
 	if err != nil {
 		return nil, agent.Hooks{}, nil, err
@@ -201,9 +206,26 @@ func (a *app) ruleOrigins() string {
 }
 
 // writable are the directories beyond the workspace that writes may go to
-// in workspace-write mode.
+// in workspace-write mode: those configured (writableConfigured) that may
+// be write roots (unsafeRoot; confineWrites says which are left out).
 func (a *app) writable() []string {
-	return append([]string{os.TempDir()}, a.cfg.WritableRoots...)
+	var out []string
+	for _, w := range a.writableConfigured() {
+		if a.unsafeRoot(w) == "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// writableConfigured are the system temporary directory and the
+// configured writable_roots (~ expanded).
+func (a *app) writableConfigured() []string {
+	out := []string{os.TempDir()}
+	for _, w := range a.cfg.WritableRoots {
+		out = append(out, expandHome(w, a.getenv("HOME")))
+	}
+	return out
 }
 
 // sandboxed reports whether the mode runs bash and hooks in the OS sandbox.
@@ -213,14 +235,14 @@ func (a *app) sandboxed() bool { return a.cfg.PermissionMode != config.FullAcces
 // session in dir: in workspace-write mode the workspace (dir) and the
 // writable roots; in read-only mode only the system temp directory.
 func (a *app) writeRoots(dir string) []string {
+	w := a.writable()
 	if a.cfg.PermissionMode == config.ReadOnly {
-		return []string{os.TempDir()}
+		if len(w) > 0 && w[0] == os.TempDir() {
+			return w[:1]
+		}
+		return nil
 	}
-	roots := []string{dir}
-	for _, w := range a.writable() {
-		roots = append(roots, expandHome(w, a.getenv("HOME")))
-	}
-	return roots
+	return append([]string{dir}, w...)
 }
 
 func expandHome(p, home string) string {
@@ -544,15 +566,23 @@ func uniq(a, b string) []string {
 	return []string{a, b}
 }
 
-// sessionDir is the working directory for resuming a session recorded in
-// dir: --cwd when given, else dir when it still exists, else the current
-// directory (with a warning).
-func (a *app) sessionDir(dir string) string {
+// sessionDir is the working directory for resuming session id, recorded
+// in dir: --cwd when given; dir when it is in the current workspace (the
+// same workspace root: the case of resuming where one worked); else the
+// current directory, saying so. A session file is data (one may be
+// imported or shipped in a repository): the directory it names does not
+// choose which directory the model may write to.
+func (a *app) sessionDir(id, dir string) string {
 	if a.cwd != "" || dir == "" {
 		return a.dir
 	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+	if !isDir(dir) {
 		a.log.Warn("the session's directory is gone; using the current one", "recorded", dir, "using", a.dir)
+		return a.dir
+	}
+	if trust.Key(a.workspaceRoot(dir)) != trust.Key(a.root) {
+		fmt.Fprintf(a.stderr, "rein: session %s was recorded in %s, outside this workspace; it runs in %s (--cwd %s to run it there)\n",
+			id, display.Quote(dir), display.Quote(a.dir), display.Quote(dir))
 		return a.dir
 	}
 	return dir
