@@ -75,7 +75,8 @@ type Config struct {
 	// Rules, when set, offers "allow always" in permission requests.
 	Rules Rules
 	// Modes are the permission modes a client may switch between
-	// (session/set_mode), Mode the initial one; Opened.SetMode switches.
+	// (session/set_mode), Mode the initial one (a session's workspace may
+	// say another: Opened.Mode); Opened.SetMode switches.
 	Modes []Mode
 	Mode  string
 	// NoClientFS and NoClientTerminal keep the file tools and bash off the
@@ -125,6 +126,12 @@ type Opened struct {
 	// SetMode switches the session's permission mode to one of
 	// Config.Modes.
 	SetMode func(id string) error
+	// Mode is the permission mode the session runs in ("": Config.Mode):
+	// its workspace's configuration may say another than Config.Mode. A
+	// stored session reports it when opened; a new one, whose agent starts
+	// at first use, tells the client with a current_mode_update unless
+	// the client chose a mode meanwhile (that one is applied).
+	Mode string
 }
 
 // Mode is a permission mode offered to the client.
@@ -386,6 +393,9 @@ func (s *Server) open(ctx context.Context, id, cwd string, mcp []sdk.McpServer) 
 	ss.id = id
 	if err := ss.openAgent(ctx, OpenRequest{SessionID: id, Cwd: cwd, MCPServers: mcp}); err != nil {
 		return nil, err
+	}
+	if ss.op.Mode != "" {
+		ss.mode = ss.op.Mode // answered with the session
 	}
 	s.mu.Lock()
 	if s.ctx.Err() != nil {

@@ -93,10 +93,20 @@ func (s *sess) ensure(ctx context.Context) error {
 		return err
 	}
 	s.pending = nil
-	if s.mode != s.srv.cfg.Mode && s.op.SetMode != nil {
-		if err := s.op.SetMode(s.mode); err != nil {
+	s.mu.Lock()
+	mode := s.mode
+	s.mu.Unlock()
+	switch {
+	case mode != s.srv.cfg.Mode && s.op.SetMode != nil: // the client chose one meanwhile
+		if err := s.op.SetMode(mode); err != nil {
 			return sdk.NewInternalError(map[string]any{"error": err.Error()})
 		}
+	case s.op.Mode != "" && s.op.Mode != mode: // the workspace says another
+		s.mu.Lock()
+		s.mode = s.op.Mode
+		s.mu.Unlock()
+		u := sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(s.op.Mode), SessionUpdate: "current_mode_update"}}
+		s.write(appendNotification(nil, s.id, &u))
 	}
 	s.start(0)
 	return nil

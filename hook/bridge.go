@@ -32,7 +32,20 @@ func (rt Runtime) sandboxFor(h *Command) *sandbox.Sandbox {
 	if h.Unsandboxed {
 		return nil
 	}
+	if rt.Mode != nil {
+		_, sb := rt.Mode()
+		return sb
+	}
 	return rt.Sandbox
+}
+
+// permissionMode is the payload's permission_mode ("" leaves it out).
+func (rt Runtime) permissionMode() string {
+	if rt.Mode != nil {
+		m, _ := rt.Mode()
+		return m
+	}
+	return rt.PermissionMode
 }
 
 // Runtime is what hook processes run with and report to.
@@ -61,6 +74,11 @@ type Runtime struct {
 	// the user's own settings file marks "sandbox": false (Command.
 	// Unsandboxed). Where the sandbox is unavailable hooks run unconfined.
 	Sandbox *sandbox.Sandbox
+	// Mode, when set, gives the permission mode in force (in Claude Code's
+	// terms) and its sandbox at each hook run, for a session whose mode
+	// changes while it runs (rein acp's session/set_mode); PermissionMode
+	// and Sandbox are then not used.
+	Mode func() (permissionMode string, sb *sandbox.Sandbox)
 	// Timeout is the per-hook timeout when a hook sets none (default 60 s).
 	Timeout time.Duration
 	// MaxStopContinuations caps consecutive continuations forced by Stop
@@ -207,8 +225,8 @@ func (b *bridge) fire(ctx context.Context, rec Recorder, event, point string, su
 		tp = b.rt.TranscriptPath(sid)
 	}
 	payload := map[string]any{"session_id": sid, "transcript_path": tp, "cwd": b.rt.Cwd, "hook_event_name": event}
-	if b.rt.PermissionMode != "" {
-		payload["permission_mode"] = b.rt.PermissionMode
+	if pm := b.rt.permissionMode(); pm != "" {
+		payload["permission_mode"] = pm
 	}
 	maps.Copy(payload, fields)
 	in, err := json.Marshal(payload)

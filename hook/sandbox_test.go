@@ -63,3 +63,23 @@ func TestHookSandbox(t *testing.T) {
 		}
 	}
 }
+
+// A session whose mode changes while it runs (rein acp's session/set_mode)
+// gives the hooks a Mode function: each run takes the sandbox and the
+// permission_mode in force then, not those of the session's start.
+func TestRuntimeModeFollowsTheSession(t *testing.T) {
+	strict, loose := &sandbox.Sandbox{}, (*sandbox.Sandbox)(nil)
+	mode, sb := "default", strict
+	rt := Runtime{Sandbox: loose, PermissionMode: "bypassPermissions", Mode: func() (string, *sandbox.Sandbox) { return mode, sb }}
+	if got := rt.sandboxFor(&Command{}); got != strict || rt.permissionMode() != "default" {
+		t.Fatalf("sandbox %p, mode %q: want the session's current ones", got, rt.permissionMode())
+	}
+	mode, sb = "bypassPermissions", nil
+	if got := rt.sandboxFor(&Command{}); got != nil || rt.permissionMode() != "bypassPermissions" {
+		t.Fatalf("after the switch: sandbox %p, mode %q", got, rt.permissionMode())
+	}
+	mode, sb = "default", strict
+	if got := rt.sandboxFor(&Command{Unsandboxed: true}); got != nil {
+		t.Fatal("a hook the user marked unsandboxed got a sandbox")
+	}
+}

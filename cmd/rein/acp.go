@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,11 @@ import (
 
 	"github.com/reinhq/rein/acp"
 	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/config"
 	"github.com/reinhq/rein/guard"
+	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/llm/catalog"
+	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/builtin"
 	"github.com/reinhq/rein/tool/fs"
@@ -67,18 +71,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// One provider for the whole connection: a scripted model's calls are
-	// consumed across sessions in order, and verified once at the end.
-	var (
-		provOnce sync.Once
-		resolved *model
-		provErr  error
-	)
-	resolve := func() (*model, error) {
-		provOnce.Do(func() { resolved, provErr = a.resolveModel() })
-		return resolved, provErr
-	}
-	rules := &acpRules{a: a}
+	rules := &acpRules{}
 	mode := a.cfg.PermissionMode
 	if mode == "" {
 		mode = string(guard.WorkspaceWrite)
@@ -100,36 +93,25 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 			return nil
 		},
 	}
-	var openMu sync.Mutex // the trust decision and the configuration it changes
+	ws := &acpWorkspaces{a: a, views: map[string]*app{}, models: map[string]*model{}}
 	cfg.Open = func(ctx context.Context, req acp.OpenRequest) (*acp.Opened, error) {
 		dir := req.Cwd
-		openMu.Lock()
-		// Trust first: the workspace's held settings (provider URLs,
-		// allow rules, hooks) apply only once it is trusted. The question
-		// goes to the person through the session.
-		a.trustAsker = acpTrustAsker{req.Ask}
-		hc, err := a.trustWorkspace(ctx, dir)
-		a.trustAsker = nil
-		var m *model
-		if err == nil {
-			m, err = resolve()
-		}
-		openMu.Unlock()
+		w, hc, m, err := ws.open(ctx, dir, req.Ask)
 		if err != nil {
 			return nil, err
 		}
-		ps, err := rules.session(dir, mode)
+		ps, err := rules.session(w, dir, w.cfg.PermissionMode)
 		if err != nil {
 			return nil, err
 		}
-		hooks, _, err := a.hooksFor(dir, hc, st, ps.current.Load, guardApprover{req.Approver}, false)
+		hooks, _, err := w.hooksWith(dir, hc, st, ps.current.Load, guardApprover{req.Approver}, false, ps.hookMode)
 		if err != nil {
 			return nil, err
 		}
 		if req.Create { // titled from its first admitted prompt, as 'rein run' does
 			hooks.PromptAdmission = append([]agent.Hook[agent.Prompt, agent.Admission]{titleHook(a.red)}, hooks.PromptAdmission...)
 		}
-		tools, err := a.acpTools(dir, req)
+		tools, err := ps.tools(req)
 		if err != nil {
 			return nil, err
 		}
@@ -138,17 +120,16 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 			Provider: m.provider,
 			Model:    m.spec,
 			Params:   m.params,
-			MaxSteps: a.cfg.MaxSteps,
+			MaxSteps: w.cfg.MaxSteps,
 			Tools:    tools,
-			System:   a.systemSections(dir, a.workspaceRoot(dir)),
+			System:   w.systemSections(dir, w.workspaceRoot(dir)),
 			Cwd:      dir,
 			Hooks:    hooks,
 			Approver: req.Approver,
-			Logger:   a.log,
 		}
-		a.configureCompaction(&cfg, m.contextWindow)
+		w.configureCompaction(&cfg, m.contextWindow)
 		// The configured MCP servers and the editor's.
-		servers, err := a.startMCP(ctx, dir, mcpLogPath(st, req.SessionID), m.catalog, &cfg, acpMCPServers(req.MCPServers))
+		servers, err := w.startMCP(ctx, dir, mcpLogPath(st, req.SessionID), m.catalog, &cfg, acpMCPServers(req.MCPServers))
 		if err != nil {
 			return nil, err
 		}
@@ -166,15 +147,17 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 			servers.Close()
 			return nil, err
 		}
-		return &acp.Opened{Agent: ag, SetMode: func(id string) error { return rules.setMode(ps, id) }, Close: servers.Close}, nil
+		return &acp.Opened{Agent: ag, Mode: ps.mode(), SetMode: func(id string) error { return rules.setMode(ps, id) }, Close: servers.Close}, nil
 	}
 
 	a.log.Debug("acp: serving on stdio")
 	err = acp.Serve(ctx, cfg, a.stdin, a.stdout)
-	if resolved != nil && resolved.scripted != nil {
-		sm := resolved.scripted
+	for _, m := range ws.models {
 		// A scripted run must use its whole script.
-		if verr := sm.Verify(); verr != nil {
+		if m.scripted == nil {
+			continue
+		}
+		if verr := m.scripted.Verify(); verr != nil {
 			fmt.Fprintf(a.stderr, "rein: scripted model: %v\n", verr)
 			if err == nil {
 				err = exitWith(ExitError, nil)
@@ -184,6 +167,59 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 	return err
 }
 
+// acpWorkspaces are the workspaces rein acp opens sessions in: each root
+// gets its own view of the app (inWorkspace), with the configuration
+// loaded from that workspace and its trust decided for it, so that the
+// settings of the directory rein acp started in, or of another session's
+// workspace, never apply to a session. Models are shared by what resolves
+// them (providerKey): a scripted model's calls are consumed across sessions
+// in order and verified once at the end.
+type acpWorkspaces struct {
+	a      *app
+	mu     sync.Mutex // views, models, and each view's configuration while its trust is decided
+	views  map[string]*app
+	models map[string]*model
+}
+
+// open returns the view of dir's workspace with its trust decided (the
+// question goes to the person through ask), its hooks, and the model.
+func (ws *acpWorkspaces) open(ctx context.Context, dir string, ask *acp.Asker) (*app, *hook.Config, *model, error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	root := ws.a.workspaceRoot(dir)
+	key := trust.Key(root)
+	w := ws.views[key]
+	if w == nil {
+		var err error
+		if w, err = ws.a.inWorkspace(root); err != nil {
+			return nil, nil, nil, err
+		}
+		ws.views[key] = w
+	}
+	// Trust first: the workspace's held settings (provider URLs, allow
+	// rules, hooks) apply only once it is trusted.
+	w.trustAsker = acpTrustAsker{ask}
+	hc, err := w.trustWorkspace(ctx, dir)
+	w.trustAsker = nil
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := w.confineWrites(dir); err != nil {
+		return nil, nil, nil, err
+	}
+	pk := w.providerKey()
+	base := ws.models[pk]
+	if base == nil {
+		if base, err = w.resolveModel(); err != nil {
+			return nil, nil, nil, err
+		}
+		ws.models[pk] = base
+	}
+	m := *base
+	w.tune(&m)
+	return w, hc, &m, nil
+}
+
 // permissionModes are the modes an editor may switch between.
 var permissionModes = []acp.Mode{
 	{ID: string(guard.ReadOnly), Name: "Read only", Description: "Read anywhere; ask before commands; no writes"},
@@ -191,12 +227,13 @@ var permissionModes = []acp.Mode{
 	{ID: string(guard.FullAccess), Name: "Full access", Description: "Everything the rules do not restrict"},
 }
 
-// acpTools is the session's tool set, as 'rein run' has it (confinement and
-// the OS sandbox included), with the file tools on the editor's buffers
-// when the client offers them, and bash in the editor's terminals when it
-// offers them and rein runs without its sandbox: a process the editor
-// starts cannot be confined, so a sandboxed session keeps bash in rein.
-func (a *app) acpTools(dir string, req acp.OpenRequest) (*tool.Registry, error) {
+// acpTools is a session's tool set in a's permission mode, as 'rein run'
+// has it (confinement and the OS sandbox included), with the file tools on
+// the editor's buffers when the client offers them, and bash in the
+// editor's terminals when it offers them and the mode runs without the
+// sandbox: a process the editor starts cannot be confined, so a sandboxed
+// session keeps bash in rein.
+func (a *app) acpTools(dir string, req acp.OpenRequest) []tool.Tool {
 	opts := builtin.Options{
 		FS:    fs.Options{Confine: a.sandboxed(), WriteRoots: a.writeRoots(dir), Buffers: req.Files},
 		Shell: shell.Options{Sandbox: a.sandbox(dir), Env: a.envPolicy()},
@@ -211,7 +248,30 @@ func (a *app) acpTools(dir string, req acp.OpenRequest) (*tool.Registry, error) 
 	} else if req.Terminal != nil {
 		a.log.Debug("acp: bash stays in rein: the editor's terminals cannot run under rein's sandbox")
 	}
-	return tool.NewRegistry(tools...)
+	return tools
+}
+
+// withMode returns a view of a whose permission mode is mode (and whose
+// sandboxes are its own): what a session switched to mode runs with. The
+// configuration is copied, not changed.
+func (a *app) withMode(mode string) *app {
+	v := *a
+	c := *a.cfg
+	c.PermissionMode = mode
+	v.cfg, v.sandboxes = &c, nil
+	return &v
+}
+
+// modeTool runs each call with the tool of the mode in force: the same
+// name, schema and execution mode in every mode, another confinement.
+type modeTool struct {
+	tool.Tool // the workspace-write one: the spec and mode the model sees
+	byMode    map[string]tool.Tool
+	mode      func() string
+}
+
+func (t *modeTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+	return t.byMode[t.mode()].Run(ctx, call)
 }
 
 // acpTrustAsker asks the trust question through the ACP session.
@@ -237,24 +297,70 @@ func (g guardApprover) Approve(ctx context.Context, req guard.Request) (guard.Ap
 }
 
 // acpRules turns "allow always" into a permission rule of the workspace:
-// it is added to the loaded configuration (permissions.allow) and every
-// open session of the workspace gets a policy with it, so the policy itself
-// allows such calls from then on. Writing it into a configuration file
-// waits for a configuration API that writes files; until then the rule
-// holds until rein exits.
+// it is added to the workspace's configuration (permissions.allow) and
+// every open session of the workspace gets a policy with it, so the policy
+// itself allows such calls from then on. Writing it into a configuration
+// file waits for a configuration API that writes files; until then the
+// rule holds until rein exits.
 type acpRules struct {
-	a        *app
-	mu       sync.Mutex // a.cfg and sessions
+	mu       sync.Mutex // the views' configurations and sessions
 	sessions []*acpPolicy
 }
 
-// acpPolicy is the policy in force for one session.
+// acpPolicy is one session's permission mode and the policy and tools in
+// force for it. session/set_mode changes both: the guard's policy, and the
+// confinement of write and edit, the OS sandbox of bash and hooks, and
+// whether bash runs in the editor's terminal.
 type acpPolicy struct {
-	dir, mode string
-	current   atomic.Pointer[guard.Policy]
+	a       *app // the session's workspace view
+	dir     string
+	current atomic.Pointer[guard.Policy]
+	modeID  atomic.Pointer[string]
 	// mcpKinds classifies the session's MCP tools; set before its agent
 	// starts, read-only after.
 	mcpKinds func(string) (guard.Kind, bool)
+	// byMode are the views the session's tools and hooks run with, by
+	// permission mode.
+	byMode map[string]*app
+}
+
+// mode is the permission mode in force.
+func (ps *acpPolicy) mode() string { return *ps.modeID.Load() }
+
+// hookMode is the hooks' permission mode and sandbox, as the mode in force
+// says (hook.Runtime.Mode).
+func (ps *acpPolicy) hookMode() (string, *sandbox.Sandbox) {
+	m := ps.mode()
+	return hook.ClaudePermissionMode(m), ps.byMode[m].sandbox(ps.dir)
+}
+
+// tools returns the session's tools: each runs with the tool of the mode
+// in force.
+func (ps *acpPolicy) tools(req acp.OpenRequest) (*tool.Registry, error) {
+	sets := map[string][]tool.Tool{}
+	for m, w := range ps.byMode {
+		sets[m] = w.acpTools(ps.dir, req)
+	}
+	base := sets[config.WorkspaceWrite]
+	tools := make([]tool.Tool, len(base))
+	for i := range base {
+		mt := &modeTool{Tool: base[i], byMode: map[string]tool.Tool{}, mode: ps.mode}
+		for m, set := range sets {
+			mt.byMode[m] = set[i]
+		}
+		tools[i] = mt
+	}
+	return tool.NewRegistry(tools...)
+}
+
+// effective is the mode a session in ps.dir runs when mode is asked for: a
+// workspace that may not be written (unsafeRoot) runs workspace-write as
+// read-only.
+func (ps *acpPolicy) effective(mode string) string {
+	if mode == config.WorkspaceWrite && ps.a.unsafeRoot(ps.dir) != "" {
+		return config.ReadOnly
+	}
+	return mode
 }
 
 // classify is the session policy's Classify.
@@ -268,36 +374,41 @@ func (ps *acpPolicy) classify(name string) (guard.Kind, bool) {
 // errRulesNotSaved says an "always" answer holds until rein exits.
 var errRulesNotSaved = errors.New("the rule applies until rein exits: rules are not written to the configuration files yet")
 
-func (r *acpRules) session(dir, mode string) (*acpPolicy, error) {
+// session starts the policy of a session in dir of workspace view w, in
+// mode.
+func (r *acpRules) session(w *app, dir, mode string) (*acpPolicy, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p, err := r.policyLocked(dir, mode)
-	if err != nil {
+	ps := &acpPolicy{a: w, dir: dir, byMode: map[string]*app{}}
+	for _, m := range permissionModes {
+		ps.byMode[m.ID] = w.withMode(ps.effective(m.ID))
+	}
+	if err := r.applyLocked(ps, mode); err != nil {
 		return nil, err
 	}
-	ps := &acpPolicy{dir: dir, mode: mode}
-	p.Classify = ps.classify
-	ps.current.Store(p)
 	r.sessions = append(r.sessions, ps)
 	return ps, nil
 }
 
-func (r *acpRules) policyLocked(dir, mode string) (*guard.Policy, error) {
-	pm := r.a.cfg.Permissions
-	return guard.Settings{Mode: mode, Allow: pm.Allow, Ask: pm.Ask, Deny: pm.Deny, Writable: r.a.writable()}.Policy(dir)
+// applyLocked puts mode (as effective says) and its policy in force.
+func (r *acpRules) applyLocked(ps *acpPolicy, mode string) error {
+	mode = ps.effective(mode)
+	w := ps.byMode[mode]
+	pm := ps.a.cfg.Permissions
+	p, err := guard.Settings{Mode: mode, Allow: pm.Allow, Ask: pm.Ask, Deny: pm.Deny, Writable: w.writable()}.Policy(ps.dir)
+	if err != nil {
+		return err
+	}
+	p.Classify = ps.classify
+	ps.current.Store(p)
+	ps.modeID.Store(&mode)
+	return nil
 }
 
 func (r *acpRules) setMode(ps *acpPolicy, mode string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p, err := r.policyLocked(ps.dir, mode)
-	if err != nil {
-		return err
-	}
-	p.Classify = ps.classify
-	ps.mode = mode
-	ps.current.Store(p)
-	return nil
+	return r.applyLocked(ps, mode)
 }
 
 func (r *acpRules) Rule(cwd string, req agent.ApprovalRequest) (string, bool) {
@@ -307,20 +418,21 @@ func (r *acpRules) Rule(cwd string, req agent.ApprovalRequest) (string, bool) {
 func (r *acpRules) Save(_ context.Context, cwd, rule string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err := r.a.cfg.Add("permissions.allow", rule, "allowed always in the editor"); err != nil {
-		return err
-	}
-	root := r.a.workspaceRoot(cwd)
+	key := trust.Key(trust.Root(cwd, os.Getenv("HOME")))
+	var added []*app
 	for _, ps := range r.sessions {
-		if r.a.workspaceRoot(ps.dir) != root {
+		if trust.Key(ps.a.root) != key {
 			continue
 		}
-		p, err := r.policyLocked(ps.dir, ps.mode)
-		if err != nil {
+		if !slices.Contains(added, ps.a) { // sessions of a workspace share its view
+			if err := ps.a.cfg.Add("permissions.allow", rule, "allowed always in the editor"); err != nil {
+				return err
+			}
+			added = append(added, ps.a)
+		}
+		if err := r.applyLocked(ps, ps.mode()); err != nil {
 			return err
 		}
-		p.Classify = ps.classify
-		ps.current.Store(p)
 	}
 	return errRulesNotSaved
 }

@@ -157,7 +157,7 @@ func mcpCanonical(s mcp.ServerConfig) string {
 // decision the run already made (trustWorkspace), else one made now
 // without asking.
 func (a *app) trusted(ctx context.Context, root string) bool {
-	if d, ok := a.decisions[trust.Key(root)]; ok {
+	if d, ok := a.decision(trust.Key(root)); ok {
 		return d.Apply
 	}
 	items, err := a.projectItems(root)

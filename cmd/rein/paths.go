@@ -115,13 +115,14 @@ func (a *app) confineWrites(dir string) error {
 
 // sayOnce prints msg on stderr unless this process printed it already.
 func (a *app) sayOnce(msg string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.said == nil {
-		a.said = map[string]bool{}
+	p := a.proc
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.said == nil {
+		p.said = map[string]bool{}
 	}
-	if !a.said[msg] {
-		a.said[msg] = true
+	if !p.said[msg] {
+		p.said[msg] = true
 		fmt.Fprintln(a.stderr, msg)
 	}
 }

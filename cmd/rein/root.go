@@ -64,21 +64,43 @@ type app struct {
 	// permission policy (set once its servers start).
 	mcpKinds  func(string) (guard.Kind, bool)
 	noDumpErr error
-	// decisions are the trust decisions of this run, by workspace key.
-	decisions map[string]trust.Decision
 	// trustAsker, when set, asks the trust question instead of the
 	// terminal (rein acp sets it to the editor's session).
 	trustAsker trust.Asker
-
-	// mu guards said: the messages printed once (sayOnce).
-	mu   sync.Mutex
-	said map[string]bool
+	// proc is what every workspace view of this process shares
+	// (inWorkspace).
+	proc *procState
 
 	// The store, once openStore opened it: its name for messages, and how
 	// to close it when the command ends.
 	st         store.Store
 	storeName  string
 	closeStore func()
+}
+
+// procState is the state of the rein process that every workspace view
+// of the app shares: the trust decisions made (by workspace key) and the
+// messages said once.
+type procState struct {
+	mu        sync.Mutex
+	decisions map[string]trust.Decision
+	said      map[string]bool
+}
+
+// inWorkspace returns a view of a for sessions in the workspace root: the
+// same process (streams, flags, store, redactor, trust decisions) with the
+// configuration of that workspace, loaded for it (loadConfig), and its own
+// sandboxes. rein acp opens one per workspace root, so one workspace's
+// trusted settings never apply to another's sessions.
+func (a *app) inWorkspace(root string) (*app, error) {
+	cfg, err := a.loadConfig(root)
+	if err != nil {
+		return nil, err
+	}
+	v := *a
+	v.cfg, v.root = cfg, root
+	v.sandboxes, v.mcpKinds, v.trustAsker = nil, nil, nil
+	return &v, nil
 }
 
 // Main runs rein with args and returns the exit code.
@@ -102,7 +124,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer flushOut()
 	defer flushErr()
 	stdout, stderr = red.Writer(stdout), red.Writer(stderr)
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, ttyErr: ttyErr, getenv: os.Getenv, red: red}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, ttyErr: ttyErr, getenv: os.Getenv, red: red, proc: &procState{}}
 	a.noDumpErr = noDumpErr
 	cmd := a.rootCmd()
 	cmd.SetArgs(args)

@@ -215,7 +215,7 @@ func (a *app) trustWorkspace(ctx context.Context, dir string) (*hook.Config, err
 // person is there) and reports what it ignores.
 func (a *app) decide(ctx context.Context, root string, items []trust.Item, ask bool) trust.Decision {
 	key := trust.Key(root)
-	if d, ok := a.decisions[key]; ok {
+	if d, ok := a.decision(key); ok {
 		return d
 	}
 	opts := trust.Options{Once: a.trustOnce}
@@ -235,11 +235,22 @@ func (a *app) decide(ctx context.Context, root string, items []trust.Item, ask b
 		}
 		a.log.Debug("trust", "root", d.Root, "status", d.Status, "apply", d.Apply, "by", d.By, "items", len(d.Items))
 	}
-	if a.decisions == nil {
-		a.decisions = map[string]trust.Decision{}
+	a.proc.mu.Lock()
+	if a.proc.decisions == nil {
+		a.proc.decisions = map[string]trust.Decision{}
 	}
-	a.decisions[key] = d
+	a.proc.decisions[key] = d
+	a.proc.mu.Unlock()
 	return d
+}
+
+// decision returns the trust decision this process made for the
+// workspace whose key is key, if it made one.
+func (a *app) decision(key string) (trust.Decision, bool) {
+	a.proc.mu.Lock()
+	defer a.proc.mu.Unlock()
+	d, ok := a.proc.decisions[key]
+	return d, ok
 }
 
 // projectItems reads root's workspace settings that need trust, as a run

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -122,11 +121,8 @@ func (a *app) resolveModel() (*model, error) {
 		}
 		return nil, fmt.Errorf("model %s (from %s): %w%s", a.cfg.Model, a.cfg.Origin("model"), err, hint)
 	}
-	m := &model{provider: prov, spec: cm.Spec(), contextWindow: a.cfg.ContextWindowFor(cm.ContextWindow), price: cm.Price, catalog: cm}
-	m.params = llm.Params{MaxTokens: cm.MaxOutput, ReasoningEffort: a.cfg.ReasoningEffort, ThinkingBudget: a.cfg.ThinkingBudget}
-	if a.cfg.MaxOutputTokens > 0 {
-		m.params.MaxTokens = a.cfg.MaxOutputTokens
-	}
+	m := &model{provider: prov, spec: cm.Spec(), price: cm.Price, catalog: cm}
+	a.tune(m)
 	for p := prov; p != nil; {
 		if sm, ok := p.(*scripted.Model); ok {
 			m.scripted = sm
@@ -138,6 +134,25 @@ func (a *app) resolveModel() (*model, error) {
 		p = u.Unwrap()
 	}
 	return m, nil
+}
+
+// tune sets what the configuration says of every request to m's model:
+// the output limit (the catalog's maximum unless max_output_tokens says
+// otherwise), reasoning effort, thinking budget and context window.
+func (a *app) tune(m *model) {
+	m.contextWindow = a.cfg.ContextWindowFor(m.catalog.ContextWindow)
+	m.params = llm.Params{MaxTokens: m.catalog.MaxOutput, ReasoningEffort: a.cfg.ReasoningEffort, ThinkingBudget: a.cfg.ThinkingBudget}
+	if a.cfg.MaxOutputTokens > 0 {
+		m.params.MaxTokens = a.cfg.MaxOutputTokens
+	}
+}
+
+// providerKey is what makes two configurations resolve their model to the
+// same provider: the model, the providers' settings, prices and timeouts
+// (not the request knobs, which tune sets).
+func (a *app) providerKey() string {
+	c := a.cfg
+	return fmt.Sprintf("%s|%v|%v|%v|%v", c.Model, c.Providers, c.Prices, c.StreamIdleTimeout, c.RequestTimeout)
 }
 
 // wire sets up what a turn in dir needs, in this order: the workspace
@@ -270,15 +285,12 @@ func (a *app) sandbox(dir string) *sandbox.Sandbox {
 		Launcher: sandbox.Launcher{Path: exe, Arg0: os.Args[0]},
 		Policy:   sandbox.Policy{Write: a.writeRoots(dir), Network: a.cfg.NetworkAccess},
 	}
-	var once sync.Once
 	sb.Notify = func(st sandbox.Status) {
-		once.Do(func() {
-			if !st.Available() {
-				fmt.Fprintf(a.stderr, "rein: no OS sandbox: %s; bash and hooks run unconfined, checked only by reading their commands\n", st.Why)
-				return
-			}
-			fmt.Fprintf(a.stderr, "rein: OS sandbox is partial: %s\n", st.Why)
-		})
+		if !st.Available() {
+			a.sayOnce(fmt.Sprintf("rein: no OS sandbox: %s; bash and hooks run unconfined, checked only by reading their commands", st.Why))
+			return
+		}
+		a.sayOnce(fmt.Sprintf("rein: OS sandbox is partial: %s", st.Why))
 	}
 	if a.sandboxes == nil {
 		a.sandboxes = map[string]*sandbox.Sandbox{}
@@ -342,6 +354,13 @@ func (a *app) hooks(dir string, hc *hook.Config, st store.Store, quiet bool) (ag
 // hooksFor is hooks with the policy in force and the approver of its asks
 // given by the face.
 func (a *app) hooksFor(dir string, hc *hook.Config, st store.Store, policy func() *guard.Policy, ap guard.Approver, quiet bool) (agent.Hooks, *commandHooks, error) {
+	return a.hooksWith(dir, hc, st, policy, ap, quiet, nil)
+}
+
+// hooksWith is hooksFor for a session whose permission mode may change
+// while it runs: mode, when set, gives the hooks' mode and sandbox at each
+// run (hook.Runtime.Mode).
+func (a *app) hooksWith(dir string, hc *hook.Config, st store.Store, policy func() *guard.Policy, ap guard.Approver, quiet bool, mode func() (string, *sandbox.Sandbox)) (agent.Hooks, *commandHooks, error) {
 	if hc.DisabledBy != "" {
 		a.log.Debug("hooks disabled", "by", hc.DisabledBy)
 	}
@@ -354,6 +373,7 @@ func (a *app) hooksFor(dir string, hc *hook.Config, st store.Store, policy func(
 		TranscriptPath: transcriptPath(st),
 		Logger:         a.log,
 		Notify:         func(msg string) { fmt.Fprintln(a.stderr, "rein: hook:", msg) },
+		Mode:           mode,
 	}}
 	hs := hc.Hooks(ch.rt)
 	hs.ToolPre = append(hs.ToolPre, guardHook(policy, ch.approver(ap)))
