@@ -9,7 +9,8 @@
 // Quote is for one value on one line (a hook command in the trust
 // question); Writer is for a stream of text (the model's answer on a
 // terminal). Both turn every Unsafe rune into a visible escape such as
-// \x1b or \u202e, so nothing is hidden and nothing is lost.
+// \x1b (Quote) or \u001b (Writer) and \u202e, so nothing is hidden and
+// nothing is lost.
 //
 // This package imports only the standard library and stays on the bottom
 // floor.
@@ -59,8 +60,9 @@ func Quote(s string) string {
 }
 
 // Escape returns s with every Unsafe rune written as a visible escape
-// (\x1b, \r, \u202e, \x9b for a byte that is not UTF-8); newlines and tabs
-// stay as they are, and so does a carriage return right before a newline.
+// (\u001b, \u000d, \u202e; \x9b for a byte that is not UTF-8); newlines
+// and tabs stay as they are, and so does a carriage return right before a
+// newline.
 func Escape(s string) string {
 	var b strings.Builder
 	escapeTo(&b, s)
@@ -77,8 +79,9 @@ func escapeTo(b *strings.Builder, s string) {
 		case r == utf8.RuneError && n == 1:
 			fmt.Fprintf(b, `\x%02x`, s[i])
 		case Unsafe(r):
-			q := strconv.QuoteRuneToASCII(r)
-			b.WriteString(q[1 : len(q)-1])
+			// \u form, not \x: inside a JSON string (stream-json on a
+			// terminal) the escape stays valid JSON for the same rune.
+			fmt.Fprintf(b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+n])
 		}

@@ -2,6 +2,7 @@ package display
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -33,10 +34,10 @@ func TestEscape(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain text\nand\ttabs\n": "plain text\nand\ttabs\n",
 		"crlf\r\nline":            "crlf\r\nline",
-		"over\rprint":             `over\rprint`,
-		"\x1b[31mred\x1b[0m":      `\x1b[31mred\x1b[0m`,
+		"over\rprint":             `over\u000dprint`,
+		"\x1b[31mred\x1b[0m":      `\u001b[31mred\u001b[0m`,
 		"bidi \u202e and \u2066":  `bidi \u202e and \u2066`,
-		"c1 \u009b and del \x7f":  `c1 \u009b and del \x7f`,
+		"c1 \u009b and del \x7f":  `c1 \u009b and del \u007f`,
 		"bad \xc3 byte":           `bad \xc3 byte`,
 		"emoji 👨\u200d👩 ok ß":     "emoji 👨\u200d👩 ok ß",
 	} {
@@ -89,7 +90,18 @@ func TestWriterFlush(t *testing.T) {
 	}
 	w.Write([]byte("end\r"))
 	w.Flush()
-	if out.String() != `ok \xc3end\r` {
+	if out.String() != `ok \xc3end\u000d` {
 		t.Fatalf("%q", out.String())
+	}
+}
+
+// stream-json written to a terminal stays JSON: the escapes of the runes
+// json.Marshal leaves as they are (DEL, C1, bidi) are JSON escapes of the
+// same runes.
+func TestEscapeKeepsJSON(t *testing.T) {
+	in, _ := json.Marshal(map[string]string{"text": "a\x1b[2J\x7f\u009b\u202eb"})
+	var out map[string]string
+	if err := json.Unmarshal([]byte(Escape(string(in))), &out); err != nil || out["text"] != "a\x1b[2J\x7f\u009b\u202eb" {
+		t.Fatalf("%s: %v %q", Escape(string(in)), err, out["text"])
 	}
 }

@@ -120,7 +120,7 @@ func TestTerminalGetsNoControlSequences(t *testing.T) {
 			t.Errorf("the terminal got %q raw:\n%q", raw, got)
 		}
 	}
-	for _, shown := range []string{`\r\x1b[2K    hooks.PreToolUse = make lint"`, `copied \x1b]52;c;ZXZpbA==\a done \u202eexe.txt`, `\x1b[2J`} {
+	for _, shown := range []string{`\r\x1b[2K    hooks.PreToolUse = make lint"`, `copied \u001b]52;c;ZXZpbA==\u0007 done \u202eexe.txt`, `\u001b[2J`} {
 		if !strings.Contains(got, shown) {
 			t.Errorf("the terminal does not show %s:\n%q", shown, got)
 		}
