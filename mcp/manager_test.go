@@ -109,8 +109,11 @@ func (f *fixture) waitFor(what string, cond func() bool) {
 	f.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		f.sync()
+		f.sync() // conditions on the registry need it synced
 		if cond() {
+			// And again once the condition holds, so the registry reflects
+			// the state the condition saw, not the one before it.
+			f.sync()
 			return
 		}
 		if time.Now().After(deadline) {
@@ -299,7 +302,12 @@ func TestGivesUpAfterRestarts(t *testing.T) {
 	f := start(t, Options{Servers: []ServerConfig{testServerConfig(t, "t")}, MaxRestarts: 2})
 	f.sync()
 	for i := 0; i < 3; i++ {
-		f.waitFor("ready", func() bool { return f.status("t").State == Ready })
+		// Ready after i restarts: a Ready read before the last crash was
+		// noticed would send the next crash to the dead process.
+		f.waitFor(fmt.Sprintf("ready after %d restarts", i), func() bool {
+			st := f.status("t")
+			return st.State == Ready && st.Restarts == i
+		})
 		f.call("mcp__t__crash", `{}`)
 	}
 	f.waitFor("give up", func() bool { return f.status("t").State == Failed })
