@@ -446,11 +446,15 @@ type conn struct {
 	cancel context.CancelFunc
 }
 
-// setStateLocked changes the state and wakes waiters; s.mu is held.
+// setStateLocked changes the state and wakes waiters; s.mu is held. It
+// bumps the generation after the change, so a Sync that sees the new
+// generation also sees the new state (what a server publishes depends on
+// its state).
 func (s *server) setStateLocked(st State, why string) {
 	s.state, s.err = st, why
 	close(s.changed)
 	s.changed = make(chan struct{})
+	s.m.gen.Add(1)
 }
 
 func (s *server) setState(st State, why string) {
@@ -524,7 +528,6 @@ func (s *server) run() {
 			return
 		}
 		failures++
-		s.m.gen.Add(1)
 		if failures > s.m.opts.MaxRestarts {
 			s.log.note("giving up: %v", err)
 			s.setState(Failed, fmt.Sprintf("%v; gave up after %d restarts", err, failures-1))
