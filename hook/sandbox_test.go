@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,11 +23,8 @@ func TestMain(m *testing.M) {
 // one out ("sandbox": false), a project's settings may not.
 func TestHookSandbox(t *testing.T) {
 	user, proj, out := t.TempDir(), t.TempDir(), t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := &sandbox.Sandbox{Launcher: sandbox.Launcher{Path: exe}, Policy: sandbox.Policy{Write: []string{proj}}}
+	sb := sandbox.New(sandbox.Launcher{}, sandbox.Policy{Write: []string{proj}})
+	defer sb.Close()
 	if st := sb.Probe(); !st.Available() {
 		t.Skipf("no OS sandbox here: %s", st.Why)
 	}
@@ -82,4 +80,35 @@ func TestRuntimeModeFollowsTheSession(t *testing.T) {
 	if got := rt.sandboxFor(&Command{Unsandboxed: true}); got != nil {
 		t.Fatal("a hook the user marked unsandboxed got a sandbox")
 	}
+}
+
+// A sandboxed hook leads a session of its own (no controlling terminal to
+// type into), and its timeout still kills what it started.
+func TestSandboxedHookSession(t *testing.T) {
+	dir := t.TempDir()
+	sb := sandbox.New(sandbox.Launcher{}, sandbox.Policy{Write: []string{dir}})
+	defer sb.Close()
+	if st := sb.Probe(); !st.Available() {
+		t.Skipf("no OS sandbox here: %s", st.Why)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	r := execHook(context.Background(), &Command{Command: "ps -o sid= -p $$; echo $$"}, nil, dir, env, 10*time.Second, sb)
+	if f := strings.Fields(r.Stdout); len(f) != 2 || f[0] != f[1] {
+		t.Errorf("the hook does not lead its own session: %q %s", r.Stdout, r.Stderr)
+	}
+	start := time.Now()
+	r = execHook(context.Background(), &Command{Command: "sleep 30 & echo $! > child; wait"}, nil, dir, env, 500*time.Millisecond, sb)
+	if r.Decision != DecTimeout || time.Since(start) > 5*time.Second {
+		t.Fatalf("decision %q after %v", r.Decision, time.Since(start))
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "child"))
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	for i := 0; pid > 0 && i < 200; i++ {
+		if syscall.Kill(pid, 0) != nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the hook's child %d survived its timeout", pid)
 }

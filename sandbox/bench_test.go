@@ -11,11 +11,13 @@ import (
 // without a network namespace), and reports each as ns and the ratios to
 // the plain run measured in the same iterations.
 func BenchmarkLauncher(b *testing.B) {
-	s := &Sandbox{Launcher: self(&testing.T{}), Policy: Policy{Write: []string{b.TempDir()}}}
+	s := New(Launcher{}, Policy{Write: []string{b.TempDir()}})
+	defer s.Close()
 	if st := s.Probe(); !st.Available() {
 		b.Skipf("no OS sandbox here: %s", st.Why)
 	}
-	noNS := &Sandbox{Launcher: s.Launcher, Policy: s.Policy}
+	noNS := New(s.Launcher, s.Policy)
+	defer noNS.Close()
 	noNS.Probe()
 	noNS.status.NetNS = false
 	run := func(sb *Sandbox) time.Duration {

@@ -17,6 +17,9 @@ import (
 // cmd/rein does.
 func TestMain(m *testing.M) {
 	Launch()
+	if h := os.Getenv("SANDBOX_TEST_HELPER"); h != "" {
+		os.Exit(helper(h, os.Args[1:]))
+	}
 	if err := NoDump(); err != nil {
 		fmt.Fprintln(os.Stderr, "NoDump:", err)
 		os.Exit(1)
@@ -24,20 +27,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func self(t *testing.T) Launcher {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Launcher{Path: exe}
-}
-
 // newSandbox returns a sandbox with p, or skips the test (saying why)
 // where this machine cannot enforce one.
 func newSandbox(t *testing.T, p Policy) *Sandbox {
 	t.Helper()
-	s := &Sandbox{Launcher: self(t), Policy: p}
+	s := New(Launcher{}, p) // this test binary, as cmd/rein uses rein
+	t.Cleanup(func() { s.Close() })
 	if st := s.Probe(); !st.Available() {
 		t.Skipf("no OS sandbox here: %s", st.Why)
 	}
@@ -53,10 +48,17 @@ func run(t *testing.T, s *Sandbox, dir, script string) (string, error) {
 		t.Skip("bash is not installed")
 	}
 	cmd := exec.Command(bash, "-c", script)
-	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SECRET_FOR_TEST=s3cr3t"}
+	return runCmd(s, dir, cmd)
+}
+
+// runCmd runs cmd in dir, sandboxed when s is not nil, and returns its
+// combined output and error.
+func runCmd(s *Sandbox, dir string, cmd *exec.Cmd) (string, error) {
+	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	var err error
 	if s == nil {
 		err = cmd.Run()
 	} else if err = s.Start(cmd); err == nil {
@@ -286,9 +288,11 @@ func TestLauncherArgs(t *testing.T) {
 		args []string
 		ok   bool
 	}{
-		{[]string{"-w", "/a", "-net", "--", "/bin/true", "true"}, true},
-		{[]string{"-probe"}, true},
+		{[]string{"-w", "5", "-exe", "3", "-status", "4", "-net", "--", "/bin/true", "true"}, true},
+		{[]string{"-seccomp", "-probe"}, true},
 		{[]string{"-w"}, false},
+		{[]string{"-w", "/a", "--", "/bin/true", "true"}, false},
+		{[]string{"-status", "1", "--", "/bin/true", "true"}, false},
 		{[]string{"--", "/bin/true"}, false},
 		{[]string{"-x", "--", "/bin/true", "true"}, false},
 		{nil, false},

@@ -277,14 +277,9 @@ func (a *app) sandbox(dir string) *sandbox.Sandbox {
 	if sb, ok := a.sandboxes[dir]; ok {
 		return sb
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		exe = ""
-	}
-	sb := &sandbox.Sandbox{
-		Launcher: sandbox.Launcher{Path: exe, Arg0: os.Args[0]},
-		Policy:   sandbox.Policy{Write: a.writeRoots(dir), Network: a.cfg.NetworkAccess},
-	}
+	// rein itself is the launcher, pinned (/proc/self/exe); the write
+	// roots are opened now, before anything the model chose has run.
+	sb := sandbox.New(sandbox.Launcher{Arg0: os.Args[0]}, sandbox.Policy{Write: a.writeRoots(dir), Network: a.cfg.NetworkAccess})
 	sb.Notify = func(st sandbox.Status) {
 		if !st.Available() {
 			a.sayOnce(fmt.Sprintf("rein: no OS sandbox: %s; bash and hooks run unconfined, checked only by reading their commands", st.Why))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/sandbox"
@@ -20,11 +21,8 @@ func TestMain(m *testing.M) {
 
 func testSandbox(t *testing.T, write ...string) *sandbox.Sandbox {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &sandbox.Sandbox{Launcher: sandbox.Launcher{Path: exe}, Policy: sandbox.Policy{Write: write}}
+	s := sandbox.New(sandbox.Launcher{}, sandbox.Policy{Write: write})
+	t.Cleanup(func() { s.Close() })
 	if st := s.Probe(); !st.Available() {
 		t.Skipf("no OS sandbox here: %s", st.Why)
 	}
@@ -58,6 +56,36 @@ func TestSandboxedCommands(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 		t.Errorf("outside holds %d entries", len(ents))
+	}
+}
+
+// A sandboxed command leads a session of its own (no controlling
+// terminal); the timeout and cancel kills still reach every process it
+// started, since the session is also its process group.
+func TestSandboxedKillsProcessGroup(t *testing.T) {
+	e := env(t)
+	b := Bash(Options{KillGrace: 200 * time.Millisecond, Sandbox: testSandbox(t, e.Dir)})
+	res, m := runBash(t, context.Background(), b, e, map[string]any{"command": spawn, "timeout_ms": 1000})
+	if !res.IsError || res.Code != tool.CodeTimeout || !m.Sandboxed {
+		t.Fatalf("result %+v meta %+v", res, m)
+	}
+	pidsGone(t, readPids(t, filepath.Join(e.Dir, "pids"), 3))
+
+	os.Remove(filepath.Join(e.Dir, "pids"))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		readPids(t, filepath.Join(e.Dir, "pids"), 3)
+		cancel()
+	}()
+	res, m = runBash(t, ctx, b, e, map[string]any{"command": spawn})
+	if !res.IsError || res.Code != tool.CodeAborted || !m.Sandboxed {
+		t.Fatalf("result %+v meta %+v", res, m)
+	}
+	pidsGone(t, readPids(t, filepath.Join(e.Dir, "pids"), 3))
+
+	r, _ := runBash(t, context.Background(), b, e, map[string]any{"command": "ps -o sid= -p $$; echo $$"})
+	if f := strings.Fields(text(r)); len(f) != 2 || f[0] != f[1] {
+		t.Errorf("the command does not lead its own session: %q", text(r))
 	}
 }
 
