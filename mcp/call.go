@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -271,14 +270,14 @@ func (t *mcpTool) cut(text string, meta *Meta, call tool.Call) string {
 	}
 	where := "the full result could not be saved"
 	dir := filepath.Join(t.s.m.opts.SpillDir, "rein-"+tool.SafeName(call.Env.SessionID))
-	if err := os.MkdirAll(dir, 0o700); err == nil {
-		if f, err := os.CreateTemp(dir, "mcp-"+tool.SafeName(call.ID)+"-*.txt"); err == nil {
-			_, werr := f.WriteString(text)
-			if cerr := f.Close(); werr == nil && cerr == nil {
-				meta.SpillPath = f.Name()
-				where = "the full result is in " + f.Name() + " (read it with offset and limit, or grep it)"
-			}
+	if f, err := tool.CreateSpill(dir, "mcp-"+tool.SafeName(call.ID)+"-*.txt"); err == nil {
+		_, werr := f.WriteString(text)
+		if cerr := f.Close(); werr == nil && cerr == nil {
+			meta.SpillPath = f.Name()
+			where = "the full result is in " + f.Name() + " (read it with offset and limit, or grep it)"
 		}
+	} else {
+		where = fmt.Sprintf("the full result could not be saved: %v", err)
 	}
 	omitted := tailStart - head
 	return fmt.Sprintf("%s\n[... %d bytes of %d omitted; %s ...]\n%s", text[:head], omitted, len(text), where, text[tailStart:])

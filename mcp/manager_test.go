@@ -224,6 +224,26 @@ func TestLargeResultIsCutAndSaved(t *testing.T) {
 	}
 }
 
+// The spill directory lies where sandboxed commands may write (the temp
+// directory): a symlink planted at rein-SESSION must not make rein write
+// the result (text the server, or the model through it, chose) into the
+// link's target.
+func TestLargeResultSpillRefusesPlantedLink(t *testing.T) {
+	tmp, target := t.TempDir(), t.TempDir()
+	if err := os.Symlink(target, filepath.Join(tmp, "rein-s1")); err != nil {
+		t.Fatal(err)
+	}
+	f := start(t, Options{Servers: []ServerConfig{testServerConfig(t, "t")}, MaxOutput: 1000, SpillDir: tmp})
+	f.sync()
+	res, meta := f.call("mcp__t__big", `{"n":20000}`)
+	if !meta.Truncated || meta.SpillPath != "" || !strings.Contains(text(res), "could not be saved") {
+		t.Errorf("meta %+v:\n%s", meta, text(res))
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Fatalf("rein wrote %d files through the planted link", len(ents))
+	}
+}
+
 func TestErrorResults(t *testing.T) {
 	f := start(t, Options{Servers: []ServerConfig{testServerConfig(t, "t")}})
 	f.sync()

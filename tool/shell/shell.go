@@ -361,11 +361,7 @@ func (c *collector) Write(p []byte) (int, error) {
 }
 
 func (c *collector) openSpill() {
-	if err := os.MkdirAll(c.spillDir, 0o700); err != nil {
-		c.spillErr = err
-		return
-	}
-	c.spill, c.spillErr = os.CreateTemp(c.spillDir, "bash-"+c.callID+"-*.log")
+	c.spill, c.spillErr = tool.CreateSpill(c.spillDir, "bash-"+c.callID+"-*.log")
 }
 
 func (c *collector) writeSpill(p []byte) {

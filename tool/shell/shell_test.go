@@ -134,6 +134,27 @@ func TestOutputCapAndSpill(t *testing.T) {
 	}
 }
 
+// A sandboxed command can write the temp directory and learn the session
+// id; it plants a symlink at rein-SESSION so that rein (unsandboxed)
+// writes the next spill, output the model chose, into a directory of its
+// choice (a ~/.bashrc.d, say). rein refuses.
+func TestSpillRefusesPlantedLink(t *testing.T) {
+	tmp, target := t.TempDir(), t.TempDir()
+	b := Bash(Options{TempDir: tmp, MaxOutput: 1000})
+	e := env(t)
+	plant := "ln -s " + target + " " + filepath.Join(tmp, "rein-sess_1")
+	if res, _ := runBash(t, context.Background(), b, e, map[string]any{"command": plant}); res.IsError {
+		t.Fatalf("plant: %s", llm.PlainText(res.Content))
+	}
+	res, m := runBash(t, context.Background(), b, e, map[string]any{"command": "echo 'touch ~/pwned #'; head -c 4000 /dev/zero | tr '\\0' A"})
+	if !m.Truncated || m.SpillPath != "" || !strings.Contains(llm.PlainText(res.Content), "could not be saved") {
+		t.Errorf("meta %+v: %s", m, llm.PlainText(res.Content))
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Fatalf("rein wrote %d files through the planted link", len(ents))
+	}
+}
+
 func TestOutputCapOneBigWrite(t *testing.T) {
 	b := Bash(Options{TempDir: t.TempDir(), MaxOutput: 1000})
 	res, m := runBash(t, context.Background(), b, env(t), map[string]any{"command": "printf 'a%04998dz' 0"})
