@@ -49,13 +49,12 @@ func (f *clientFiles) ReadFile(ctx context.Context, path string) ([]byte, error)
 	return []byte(resp.Content), nil
 }
 
+// WriteFile writes through the client; a client that does not write
+// files leaves the write to the file tool, which writes through the
+// handle it checked (not by path).
 func (f *clientFiles) WriteFile(ctx context.Context, path string, data []byte) error {
 	if !f.write {
-		perm := os.FileMode(0o644)
-		if fi, err := os.Stat(path); err == nil {
-			perm = fi.Mode().Perm()
-		}
-		return os.WriteFile(path, data, perm)
+		return fmt.Errorf("acp: the client does not write files: %w", errors.ErrUnsupported)
 	}
 	f.s.caughtUp()
 	_, err := f.s.srv.conn.WriteTextFile(ctx, sdk.WriteTextFileRequest{SessionId: sdk.SessionId(f.s.id), Path: path, Content: string(data)})

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	iofs "io/fs"
 	"os"
@@ -32,9 +33,26 @@ func (osFS) MkdirAll(name string, perm iofs.FileMode) error { return os.MkdirAll
 // errOutside: a path lies outside every writable root.
 var errOutside = errors.New("outside the workspace")
 
-// confine holds the directories write and edit may change files in.
+// errRootMoved: a writable root no longer names the directory opened when
+// the tools were made.
+var errRootMoved = errors.New("the workspace was moved or replaced")
+
+// confine holds the directories write and edit may change files in, each
+// opened once, when the tools are made, and kept open: a root renamed
+// away and replaced by a symlink later (by a command that can write its
+// parent) is not followed, and the change is refused.
 type confine struct {
-	roots []string // absolute and cleaned, each also in its symlink-free form
+	roots []*heldRoot
+}
+
+// heldRoot is one writable root: its os.Root, the path prefixes that lead
+// to it (as configured, and with symlinks resolved), and what it was when
+// opened.
+type heldRoot struct {
+	root     *os.Root
+	prefixes [][]string
+	real     string
+	fi       os.FileInfo
 }
 
 func newConfine(roots []string) *confine {
@@ -44,41 +62,65 @@ func newConfine(roots []string) *confine {
 		if !filepath.IsAbs(r) {
 			continue
 		}
-		c.roots = append(c.roots, filepath.Clean(r))
-		if real, err := filepath.EvalSymlinks(r); err == nil && real != filepath.Clean(r) {
-			c.roots = append(c.roots, real)
+		root, err := os.OpenRoot(r)
+		if err != nil {
+			continue // a root that does not exist now grants nothing
 		}
+		fi, err := root.Stat(".")
+		real := ""
+		if d, derr := root.Open("."); derr == nil {
+			real = realPath(d, "")
+			d.Close()
+		}
+		if err != nil || real == "" {
+			root.Close()
+			continue
+		}
+		h := &heldRoot{root: root, real: real, fi: fi, prefixes: [][]string{components(filepath.Clean(r))}}
+		if real != filepath.Clean(r) {
+			h.prefixes = append(h.prefixes, components(real))
+		}
+		c.roots = append(c.roots, h)
 	}
 	return c
 }
 
+// check reports errRootMoved when the root's path no longer names the
+// directory that was opened.
+func (h *heldRoot) check() error {
+	now, err := os.Stat(h.real)
+	if err != nil || !os.SameFile(now, h.fi) {
+		return fmt.Errorf("%w: %s", errRootMoved, h.real)
+	}
+	return nil
+}
+
 // open returns where to resolve p (absolute, as given: never cleaned) and
 // the name to resolve there, and a closer. With confinement, the name is
-// p relative to the root whose path p starts with, and the root is an
-// os.Root: the kernel resolves every component, symlinks and ".."
-// included, below the root and nowhere else, so what is checked is what
-// is opened (no check-then-use race). Only "" and "." components are
+// p relative to the root whose path p starts with, and the root is the
+// os.Root held for it: the kernel resolves every component, symlinks and
+// ".." included, below the root and nowhere else, so what is checked is
+// what is opened (no check-then-use race). Only "" and "." components are
 // dropped before that, which never changes what a path names.
 func (c *confine) open(p string) (fsys, string, func(), error) {
 	if c == nil {
 		return osFS{}, p, func() {}, nil
 	}
 	comps := components(p)
-	for _, r := range c.roots {
-		rc := components(r)
-		if len(comps) < len(rc) || !equalPrefix(rc, comps) {
-			continue
+	for _, h := range c.roots {
+		for _, rc := range h.prefixes {
+			if len(comps) < len(rc) || !equalPrefix(rc, comps) {
+				continue
+			}
+			if err := h.check(); err != nil {
+				return nil, "", nil, err
+			}
+			name := strings.Join(comps[len(rc):], "/")
+			if name == "" {
+				name = "."
+			}
+			return h.root, name, func() {}, nil
 		}
-		rest := comps[len(rc):]
-		root, err := os.OpenRoot(r)
-		if err != nil {
-			continue
-		}
-		name := strings.Join(rest, "/")
-		if name == "" {
-			name = "."
-		}
-		return root, name, func() { root.Close() }, nil
 	}
 	return nil, "", nil, errOutside
 }
@@ -125,6 +167,8 @@ func confineErr(env tool.Env, p string, err error) tool.Result {
 		return tool.Errorf(tool.CodeDenied, "%s is outside the workspace and the writable roots; nothing was written", display(env, p))
 	case escapes(err):
 		return tool.Errorf(tool.CodeDenied, "%s leads outside the workspace (through \"..\" or a symbolic link); nothing was written", display(env, p))
+	case errors.Is(err, errRootMoved):
+		return tool.Errorf(tool.CodeDenied, "%v since the session started (its path now leads elsewhere); nothing was written — start a new session in the workspace's new place", err)
 	}
 	return openErr(env, p, err)
 }

@@ -18,9 +18,13 @@
 // through an os.Root opened at the workspace root (or another writable
 // root), so the kernel follows symlinks and ".." only while they stay
 // inside it, and a path that leads out (even one swapped for a symlink
-// after the guard looked at it) fails instead of being written. A file
-// with more than one hard link is refused. read, glob, grep and ls read
-// wherever the policy lets them.
+// after the guard looked at it) fails instead of being written. The roots
+// are opened once, when the tools are made, and a root whose path no
+// longer names the directory opened (renamed away and replaced by a
+// symlink) is refused. A file with more than one hard link is refused.
+// read, glob, grep and ls read wherever the policy lets them, except
+// rein's own /proc entry (its environment holds the API keys) and, in
+// walks, what Options.Hide names.
 //
 // Concurrency: tools are stateless values safe for concurrent use; the
 // per-session record lives in tool.State and is guarded by its own mutex.
@@ -33,9 +37,11 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	iofs "io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -58,6 +64,7 @@ const (
 	CodeAmbiguous    = "ambiguous"       // edit: old_string found more than once
 	CodeBadPattern   = "invalid-pattern" // glob/grep: the pattern does not compile
 	CodeHardLink     = "hard-link"       // write/edit of a file with several hard links, when confined
+	CodeNotRegular   = "not-regular"     // read or grep of a device, pipe or socket
 	CodeIO           = "io"              // any other file-system failure
 )
 
@@ -91,9 +98,12 @@ const (
 // changes land in the editor. Paths are still opened on the file system
 // first — confinement, existence, directories and sizes are decided there,
 // and a write is handed to the editor at the path the opened file really
-// has; the read-before-edit record then holds the hash of the buffer's
-// content. ReadFile reports a file the editor does not have with an error
-// wrapping io/fs.ErrNotExist.
+// has, while that path still names the opened file through no symlink
+// (see put); the read-before-edit record then holds the hash of the
+// buffer's content. ReadFile reports a file the editor does not have with
+// an error wrapping io/fs.ErrNotExist; WriteFile returns one wrapping
+// errors.ErrUnsupported when the editor does not write files (the tool
+// then writes through its own handle).
 type Buffers interface {
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 	WriteFile(ctx context.Context, path string, data []byte) error
@@ -106,8 +116,18 @@ type Options struct {
 	Buffers Buffers
 	// Rg is the ripgrep binary grep uses. Empty means look up "rg" on PATH
 	// when the tool is built; "-" means never use ripgrep (the Go
-	// implementation runs).
+	// implementation runs). ripgrep runs with an empty environment.
 	Rg string
+	// RgStart, when set, starts ripgrep in place of cmd.Start: the host
+	// runs it under the OS sandbox, so a search cannot read what
+	// sandboxed commands cannot.
+	RgStart func(cmd *exec.Cmd) error
+	// Hide, when set, reports the paths grep, glob and ls leave out of
+	// what they walk and list: those the permission rules deny (or ask
+	// about) reading, so a search of a parent directory does not get
+	// round a rule on a file below it. It is given a path as walked and,
+	// when different, its real path; it must not touch the file system.
+	Hide func(paths ...string) bool
 	// Confine makes write and edit change files only below WriteRoots
 	// (absolute, or starting with ~/), resolving each path inside the
 	// root with the kernel; see the package doc. Without it they write
@@ -122,7 +142,7 @@ func All(opts Options) []tool.Tool {
 	if opts.Confine {
 		c = newConfine(opts.WriteRoots)
 	}
-	return []tool.Tool{readTool{opts.Buffers}, writeTool{c, opts.Buffers}, editTool{c, opts.Buffers}, Glob(), Grep(opts), Ls()}
+	return []tool.Tool{readTool{opts.Buffers}, writeTool{c, opts.Buffers}, editTool{c, opts.Buffers}, globTool{opts.Hide}, Grep(opts), lsTool{opts.Hide}}
 }
 
 // expandHome expands "~" and a leading "~/" to the home directory, as the
@@ -175,6 +195,8 @@ func openErr(env tool.Env, p string, err error) tool.Result {
 		return tool.Errorf(CodeNotFound, "%s does not exist", display(env, p))
 	case errors.Is(err, iofs.ErrPermission):
 		return tool.Errorf(CodeIO, "%s: permission denied", display(env, p))
+	case errors.Is(err, errPathChanged):
+		return tool.Errorf(tool.CodeDenied, "%s: %v", display(env, p), err)
 	}
 	return tool.Errorf(CodeIO, "%s: %v", display(env, p), err)
 }
@@ -333,13 +355,71 @@ func content(ctx context.Context, buf Buffers, f *os.File, p string) ([]byte, er
 }
 
 // put replaces the content of the file opened as f, which it closes:
-// through buf (at p, the path f really has) when set, else in f.
+// through buf (at p, the path f really has) when set, else in f. An
+// editor that does not write files (WriteFile returns an error wrapping
+// errors.ErrUnsupported) leaves the write to f.
+//
+// The editor writes by path, a second resolution after rein's: a
+// component of p swapped for a symlink in between would send the write
+// elsewhere. So p is handed over only while it still names f through no
+// symlink at all (p is f's real path, so any symlink in it is new), and
+// checked again after; a swap in the narrow window between the check and
+// the editor's own open is detected afterwards, not prevented.
 func put(ctx context.Context, buf Buffers, f *os.File, p string, b []byte) error {
-	if buf != nil {
-		f.Close()
-		return buf.WriteFile(ctx, p, b)
+	if buf == nil {
+		return replaceContent(f, b)
 	}
-	return replaceContent(f, b)
+	fi, err := f.Stat()
+	if err == nil {
+		if testHookHandoff != nil {
+			testHookHandoff()
+		}
+		err = samePath(p, fi)
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	err = buf.WriteFile(ctx, p, b)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return replaceContent(f, b)
+	}
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if err := samePath(p, nil); err != nil {
+		return fmt.Errorf("%w; the editor may have written elsewhere", err)
+	}
+	return nil
+}
+
+// testHookHandoff, when set (tests), runs just before a write is handed to
+// the editor.
+var testHookHandoff func()
+
+// errPathChanged: a path that was checked now leads through a symlink or
+// to another file.
+var errPathChanged = errors.New("the path changed while it was written")
+
+// samePath reports errPathChanged unless no component of p (absolute) is a
+// symbolic link and, when fi is set, p names the file fi describes.
+func samePath(p string, fi os.FileInfo) error {
+	cur := "/"
+	for _, c := range components(p) {
+		cur = filepath.Join(cur, c)
+		li, err := os.Lstat(cur)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errPathChanged, err)
+		}
+		if li.Mode()&os.ModeSymlink != 0 {
+			return fmt.Errorf("%w: %s is now a symbolic link", errPathChanged, cur)
+		}
+		if cur == filepath.Clean(p) && fi != nil && !os.SameFile(li, fi) {
+			return fmt.Errorf("%w: %s is now another file", errPathChanged, cur)
+		}
+	}
+	return nil
 }
 
 // recordWritten refreshes the record after write or edit put content at p.

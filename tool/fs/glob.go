@@ -31,7 +31,7 @@ The .git directory is skipped. Use grep to search file contents.`,
 	Parameters: globSchema.Parameters(),
 }
 
-type globTool struct{}
+type globTool struct{ hide func(paths ...string) bool }
 
 // Glob returns the glob tool.
 func Glob() tool.Tool { return globTool{} }
@@ -45,7 +45,7 @@ type globMeta struct {
 	Paths []string `json:"paths"`
 }
 
-func (globTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+func (t globTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	a, bad := globSchema.Decode(call.Arguments)
 	if bad != nil {
 		return *bad, nil
@@ -61,6 +61,9 @@ func (globTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	pattern = strings.TrimPrefix(pattern, "./")
 	if !doublestar.ValidatePattern(pattern) {
 		return tool.Errorf(CodeBadPattern, "invalid glob pattern %q", a.Pattern), nil
+	}
+	if inOwnProc(root) {
+		return ownProcErr(env, root), nil
 	}
 	if fi, err := os.Stat(root); err != nil {
 		return openErr(env, root, err), nil
@@ -78,6 +81,7 @@ func (globTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 		mod  time.Time
 	}
 	var hits []hit
+	walk := newWalkFilter(root, t.hide)
 	err := filepath.WalkDir(start, func(p string, d iofs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable entries are skipped
@@ -86,9 +90,12 @@ func (globTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 			return ctx.Err()
 		}
 		if d.IsDir() {
-			if d.Name() == ".git" && p != start {
+			if d.Name() == ".git" && p != start || walk.skip(p) {
 				return filepath.SkipDir
 			}
+			return nil
+		}
+		if walk.skip(p) {
 			return nil
 		}
 		rel, err := filepath.Rel(root, p)

@@ -44,11 +44,15 @@ At most 500 lines and 32 KiB of output; lines are cut at 2000 characters. Narrow
 	Parameters: grepSchema.Parameters(),
 }
 
-type grepTool struct{ rg string }
+type grepTool struct {
+	rg      string
+	rgStart func(*exec.Cmd) error
+	hide    func(paths ...string) bool
+}
 
 // Grep returns the grep tool. It uses ripgrep when opts.Rg names it or it is
 // on PATH (unless opts.Rg is "-"), and a Go implementation otherwise; both
-// give the same output.
+// give the same output. opts.RgStart and opts.Hide apply.
 func Grep(opts Options) tool.Tool {
 	rg := opts.Rg
 	switch rg {
@@ -57,7 +61,7 @@ func Grep(opts Options) tool.Tool {
 	case "":
 		rg, _ = exec.LookPath("rg")
 	}
-	return grepTool{rg: rg}
+	return grepTool{rg: rg, rgStart: opts.RgStart, hide: opts.Hide}
 }
 
 func (grepTool) Spec() llm.ToolSpec { return grepSpec }
@@ -72,6 +76,7 @@ type grepQuery struct {
 	ci      bool
 	mode    string // content, files or count
 	context int
+	walk    walkFilter // what the search leaves out
 }
 
 // grepLine is one output line of a file.
@@ -122,15 +127,23 @@ func (g grepTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 	if q.glob != "" && !doublestar.ValidatePattern(q.glob) {
 		return tool.Errorf(CodeBadPattern, "invalid glob %q", q.glob), nil
 	}
-	if _, err := os.Stat(q.root); err != nil {
+	if inOwnProc(q.root) {
+		return ownProcErr(env, q.root), nil
+	}
+	fi, err := os.Stat(q.root)
+	if err != nil {
 		return openErr(env, q.root, err), nil
 	}
+	if !fi.IsDir() && !fi.Mode().IsRegular() {
+		return tool.Errorf(CodeNotRegular, "%s is not a regular file or a directory (%v); grep searches files", display(env, q.root), fi.Mode().Type()), nil
+	}
+	q.walk = newWalkFilter(q.root, g.hide)
 	var files []grepFile
 	truncated := false
 	engine := "go"
 	if g.rg != "" {
 		engine = "rg"
-		files, truncated, err = grepRg(ctx, g.rg, q)
+		files, truncated, err = grepRg(ctx, g.rg, g.rgStart, q)
 		if err != nil && ctx.Err() == nil {
 			engine = "go" // ripgrep could not run or refused: fall back
 			files, truncated, err = grepGo(ctx, q)
@@ -232,10 +245,12 @@ func grepGo(ctx context.Context, q grepQuery) ([]grepFile, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	if !fi.IsDir() {
+	switch {
+	case q.walk.skip(q.root):
+	case !fi.IsDir():
 		err = search(q.root)
-	} else {
-		err = walkGrep(ctx, q.root, q.root, parentIgnores(q.root), q.glob, search)
+	default:
+		err = walkGrep(ctx, q, q.root, parentIgnores(q.root), search)
 	}
 	if errors.Is(err, errGrepCap) {
 		return files, true, nil
@@ -244,8 +259,9 @@ func grepGo(ctx context.Context, q grepQuery) ([]grepFile, bool, error) {
 }
 
 // walkGrep visits the files under dir in path order, skipping .git,
-// symbolic links, ignored paths and files the glob rejects.
-func walkGrep(ctx context.Context, root, dir string, ign ignoreStack, glob string, visit func(string) error) error {
+// symbolic links, ignored paths, what q.walk leaves out and files the glob
+// rejects.
+func walkGrep(ctx context.Context, q grepQuery, dir string, ign ignoreStack, visit func(string) error) error {
 	if ig := loadIgnore(dir); ig != nil {
 		ign = append(ign[:len(ign):len(ign)], ig)
 	}
@@ -259,17 +275,17 @@ func walkGrep(ctx context.Context, root, dir string, ign ignoreStack, glob strin
 		}
 		p := filepath.Join(dir, d.Name())
 		switch {
-		case d.Name() == ".git" || d.Type()&os.ModeSymlink != 0:
+		case d.Name() == ".git" || d.Type()&os.ModeSymlink != 0 || q.walk.skip(p):
 			continue
 		case d.IsDir():
 			if ign.ignored(p, true) {
 				continue
 			}
-			if err := walkGrep(ctx, root, p, ign, glob, visit); err != nil {
+			if err := walkGrep(ctx, q, p, ign, visit); err != nil {
 				return err
 			}
 		case d.Type().IsRegular():
-			if ign.ignored(p, false) || !globMatch(glob, root, p) {
+			if ign.ignored(p, false) || !globMatch(q.glob, q.root, p) {
 				continue
 			}
 			if err := visit(p); err != nil {

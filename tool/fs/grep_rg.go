@@ -20,8 +20,11 @@ import (
 // file or .git/info/exclude), inside a repository or not; hidden files are
 // searched; .git is skipped; results are sorted by path. It returns an
 // error when ripgrep could not run or produced nothing but an error, so the
-// caller can fall back to the Go engine.
-func grepRg(ctx context.Context, rg string, q grepQuery) ([]grepFile, bool, error) {
+// caller can fall back to the Go engine. ripgrep gets an empty environment
+// (its own /proc/self/environ is readable to it) and is started by start
+// when set (under the OS sandbox); what q.walk leaves out is dropped from
+// its results.
+func grepRg(ctx context.Context, rg string, start func(*exec.Cmd) error, q grepQuery) ([]grepFile, bool, error) {
 	fi, err := os.Stat(q.root)
 	if err != nil {
 		return nil, false, err
@@ -58,17 +61,22 @@ func grepRg(ctx context.Context, rg string, q grepQuery) ([]grepFile, bool, erro
 	defer stop()
 	cmd := exec.CommandContext(rctx, rg, argv...)
 	cmd.Dir = dir
+	cmd.Env = []string{}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, false, err
 	}
-	if err := cmd.Start(); err != nil {
+	if start == nil {
+		start = (*exec.Cmd).Start
+	}
+	if err := start(cmd); err != nil {
+		out.Close()
 		return nil, false, err
 	}
 	abs := func(p string) string { return filepath.Join(dir, p) }
-	keep := func(p string) bool { return globMatch(q.glob, q.root, p) }
+	keep := func(p string) bool { return globMatch(q.glob, q.root, p) && !q.walk.skip(p) }
 	files, truncated, perr := parseRg(bufio.NewReaderSize(out, 64<<10), q.mode, abs, keep)
 	if truncated {
 		stop() // enough output: stop ripgrep

@@ -25,7 +25,7 @@ Sorted by name; .git is omitted; at most 1000 entries. Use glob to find files in
 	Parameters: lsSchema.Parameters(),
 }
 
-type lsTool struct{}
+type lsTool struct{ hide func(paths ...string) bool }
 
 // Ls returns the ls tool.
 func Ls() tool.Tool { return lsTool{} }
@@ -47,13 +47,17 @@ type lsMeta struct {
 	Entries []Entry `json:"entries"`
 }
 
-func (lsTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
+func (t lsTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	a, bad := lsSchema.Decode(call.Arguments)
 	if bad != nil {
 		return *bad, nil
 	}
 	env := call.Env
 	p := abs(env, a.Path)
+	if inOwnProc(p) {
+		return ownProcErr(env, p), nil
+	}
+	walk := newWalkFilter(p, t.hide)
 	fi, err := os.Stat(p)
 	if err != nil {
 		return openErr(env, p, err), nil
@@ -68,7 +72,7 @@ func (lsTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	meta := lsMeta{Path: p}
 	var b strings.Builder
 	for _, d := range des {
-		if d.Name() == ".git" {
+		if d.Name() == ".git" || walk.skip(filepath.Join(p, d.Name())) {
 			continue
 		}
 		meta.Total++

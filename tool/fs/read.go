@@ -65,18 +65,29 @@ func (t readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 	// Open the path as given: ".." is resolved by the kernel after the
 	// symlinks before it, as write and edit do; then name the file by
 	// where it really is.
+	if inOwnProc(joined(env, a.FilePath)) {
+		return ownProcErr(env, p), nil
+	}
 	f, err := os.Open(joined(env, a.FilePath))
 	if err != nil {
 		return openErr(env, p, err), nil
 	}
 	defer f.Close()
 	p = realPath(f, p)
+	if ownProc(p) {
+		return ownProcErr(env, p), nil
+	}
 	fi, err := f.Stat()
 	if err != nil {
 		return openErr(env, p, err), nil
 	}
 	if fi.IsDir() {
 		return tool.Errorf(CodeIsDirectory, "%s is a directory; use ls to list it", display(env, p)), nil
+	}
+	if !fi.Mode().IsRegular() {
+		// A device, pipe or socket: endless (/dev/zero), blocking (a
+		// FIFO) or another process's stream (/dev/stdin is rein's own).
+		return tool.Errorf(CodeNotRegular, "%s is not a regular file (%v); read shows files", display(env, p), fi.Mode().Type()), nil
 	}
 	var src io.Reader = f
 	size := fi.Size()
