@@ -42,7 +42,62 @@ func matchShell(pattern string, c shellCmd, forAllow bool) match {
 		// bash -c "$x", eval "$x": what it runs is unknown.
 		m = matchMaybe
 	}
+	if m == matchNo && !forAllow && namedRun(c, pat) != "" {
+		// parallel rm ::: x, ts rm, a wrapper rein does not know.
+		m = matchMaybe
+	}
 	return m
+}
+
+// noRun are commands known not to run a command named in their
+// arguments (rm in "man rm", "grep rm", "which rm" is data). Wrappers,
+// shells and the commands of special are analysed instead.
+var noRun = map[string]bool{
+	"cat": true, "tac": true, "nl": true, "head": true, "tail": true, "less": true, "more": true, "wc": true,
+	"sort": true, "uniq": true, "cut": true, "paste": true, "join": true, "tr": true, "fold": true, "fmt": true,
+	"column": true, "comm": true, "diff": true, "cmp": true, "grep": true, "egrep": true, "fgrep": true,
+	"rg": true, "ag": true, "ack": true, "ls": true, "dir": true, "stat": true, "file": true, "du": true,
+	"df": true, "touch": true, "mkdir": true, "rmdir": true, "rm": true, "cp": true, "mv": true, "ln": true,
+	"install": true, "chmod": true, "chown": true, "chgrp": true, "basename": true, "dirname": true,
+	"realpath": true, "readlink": true, "test": true, "[": true, "which": true, "whereis": true, "type": true,
+	"hash": true, "man": true, "info": true, "apropos": true, "whatis": true, "pwd": true, "date": true,
+	"sleep": true, "kill": true, "pkill": true, "pgrep": true, "killall": true, "jq": true, "tee": true,
+	"od": true, "xxd": true, "hexdump": true, "base64": true, "sha1sum": true, "sha256sum": true,
+	"sha512sum": true, "md5sum": true, "cksum": true, "gzip": true, "gunzip": true, "zcat": true,
+	"curl": true, "wget": true, "printenv": true, "id": true, "whoami": true, "uname": true, "unset": true,
+	"export": true, "declare": true, "local": true, "readonly": true, "typeset": true, "set": true,
+	"read": true, "wait": true, "jobs": true, "unalias": true, "help": true, "compgen": true, "complete": true,
+	"find": true, "alias": true, "eval": true, "trap": true, "source": true, ".": true,
+}
+
+// canonPatternOf is the canonical form of a command pattern.
+func canonPatternOf(pattern string) string {
+	pat, _ := canonPattern(pattern)
+	return pat
+}
+
+// namedRun returns the name of the command the pattern (canonical) is
+// about when c is a command rein knows nothing about and one of its
+// literal arguments is that name: it may run it (parallel rm ::: x,
+// ts rm -rf build, a wrapper rein does not know). "" otherwise.
+func namedRun(c shellCmd, pattern string) string {
+	if c.wrapper || len(c.words) == 0 || len(c.dyn) == 0 || c.dyn[0] {
+		return ""
+	}
+	name := c.words[0]
+	if noRun[name] || exempt[name] || transparent[name] || privileged[name] || shells[name] || specials[name] {
+		return ""
+	}
+	want, _, _ := strings.Cut(strings.TrimSuffix(pattern, ":*"), " ")
+	if want == "" || strings.Contains(want, "*") {
+		return ""
+	}
+	for i := 1; i < len(c.words); i++ {
+		if !c.dyn[i] && baseName(c.words[i]) == want {
+			return want
+		}
+	}
+	return ""
 }
 
 // matchArgs matches a canonical pattern against a command in canonical

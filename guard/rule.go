@@ -27,11 +27,17 @@ import (
 //     parsed, not against its text: words separated by single spaces,
 //     quotes and escapes removed, $'...' decoded, the name without its
 //     directory (/bin/rm is rm), and also every command run through a
-//     wrapper (sudo, env, timeout, nice, nohup, xargs, command, exec, ...),
-//     bash -c / sh -c, eval, a script piped or here-documented into a
-//     shell, and find -exec. Options written as one run of single letters
-//     are compared as a set: "rm -rf*" matches rm -fr, rm -r -f, rm -Rf,
-//     rm --recursive --force and rm -rfv (see canonArgs).
+//     wrapper (sudo, env, timeout, nice, nohup, xargs, command, exec,
+//     unshare, chroot, systemd-run, ...), bash -c / sh -c, eval, trap, a
+//     script piped, here-documented or sourced into a shell, find -exec,
+//     flock/su/runuser/script -c, ssh's remote command, tmux's shell
+//     commands, and git with its global options (-C, -c, --no-pager, ...)
+//     and command-line aliases resolved ("git -C . push" is git push).
+//     Options written as one run of single letters are compared as a set:
+//     "rm -rf*" matches rm -fr, rm -r -f, rm -Rf, rm --recursive --force
+//     and rm -rfv (see canonArgs). A deny or ask rule also asks about a
+//     command rein does not know whose arguments name the rule's command
+//     (parallel rm ::: x): it may run it.
 //   - file tools (Read, Edit, ...): a doublestar glob ("docs/**",
 //     "**/*.go"), relative to the workspace root, or absolute ("/etc/**",
 //     "~/.ssh/**").
@@ -170,6 +176,9 @@ func (p *Policy) ruleVerdict(c *call) *Decision {
 					}
 					if *m == nil {
 						why := cmd.opaque
+						if n := namedRun(cmd, canonPatternOf(r.Pattern)); why == "" && n != "" {
+							why = fmt.Sprintf("%s may run %s, named in its arguments", cmd.words[0], n)
+						}
 						if why == "" {
 							why = "part of " + cmd.String() + " is computed at run time"
 						}

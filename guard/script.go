@@ -122,6 +122,11 @@ func (s *script) add(src, dir, cwdUnknown string, depth int) error {
 			if in, ok := stdin[n]; ok {
 				ctx.stdin = &in
 			}
+			if !dyn[0] && (words[0] == "source" || words[0] == ".") && len(n.Args) > 1 {
+				if src, file := sourcedScript(n.Args[1], ctx.stdin); !file {
+					ctx.sourced = &src
+				}
+			}
 			s.command(words, dyn, ctx, false)
 			if !dyn[0] {
 				switch baseName(words[0]) {
@@ -214,6 +219,14 @@ type cmdCtx struct {
 	cwd, cwdUnknown string
 	depth           int
 	stdin           *stdinScript // set when stdin comes from a pipe or here-document
+	// sourced is the script "source X" or ". X" reads when X is stdin, a
+	// /dev/fd file or a process substitution (not an ordinary file).
+	sourced *stdinScript
+}
+
+// nested is the context of what a command at ctx runs.
+func (ctx cmdCtx) nested() cmdCtx {
+	return cmdCtx{cwd: ctx.cwd, cwdUnknown: ctx.cwdUnknown, depth: ctx.depth + 1}
 }
 
 // Wrapper commands: they run their operands as a command.
@@ -222,33 +235,50 @@ var (
 	transparent = map[string]bool{
 		"command": true, "builtin": true, "exec": true, "env": true, "nice": true, "nohup": true,
 		"time": true, "timeout": true, "stdbuf": true, "ionice": true, "setsid": true, "xargs": true,
-		"chrt": true, "taskset": true, "unbuffer": true, "flock": true, "watch": true, "strace": true,
+		"chrt": true, "taskset": true, "unbuffer": true, "watch": true, "strace": true,
+		"eatmydata": true, "fakeroot": true, "firejail": true, "torsocks": true, "proxychains": true,
+		"proxychains4": true, "chronic": true, "prlimit": true, "nocache": true,
 	}
-	// privileged wrappers run the command as someone else.
-	privileged = map[string]bool{"sudo": true, "doas": true, "pkexec": true, "run0": true}
+	// privileged wrappers run the command as someone else, or with other
+	// namespaces, limits or a service manager.
+	privileged = map[string]bool{"sudo": true, "doas": true, "pkexec": true, "run0": true,
+		"unshare": true, "setpriv": true, "chroot": true, "systemd-run": true, "nsenter": true}
 	// shells run a script given with -c, as a file, or on stdin.
-	shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "busybox": true}
+	shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "busybox": true,
+		"ash": true, "rbash": true, "yash": true, "posh": true, "fish": true, "csh": true, "tcsh": true}
+	// specials run commands given in their options or as shell text (see
+	// special): git, flock -c, su -c, runuser, sg, script -c, ssh, tmux.
+	specials = map[string]bool{"git": true, "flock": true, "su": true, "runuser": true, "sg": true, "script": true, "ssh": true, "tmux": true}
 )
 
 // wrapperValueFlags are the options of wrappers that take a value as the
 // next word.
 var wrapperValueFlags = map[string]string{
-	"sudo":    "-u -g -C -D -h -p -r -t -U -T",
-	"doas":    "-u -C",
-	"env":     "-u -C -S --unset --chdir --split-string",
-	"nice":    "-n --adjustment",
-	"timeout": "-s -k --signal --kill-after",
-	"xargs":   "-n -I -L -P -d -s -E -a -i --max-args --replace --max-lines --max-procs --delimiter --arg-file",
-	"stdbuf":  "-i -o -e",
-	"ionice":  "-c -n -p -t",
-	"chrt":    "-p",
-	"taskset": "-p -c",
-	"flock":   "-w -E --timeout --conflict-exit-code",
-	"watch":   "-n -d --interval",
-	"strace":  "-o -e -p -s -u -E",
-	"exec":    "-a",
-	"pkexec":  "--user",
-	"run0":    "--user -u --property --setenv",
+	"sudo":        "-u -g -C -D -h -p -r -t -U -T",
+	"doas":        "-u -C",
+	"env":         "-u -C -S --unset --chdir --split-string",
+	"nice":        "-n --adjustment",
+	"timeout":     "-s -k --signal --kill-after",
+	"xargs":       "-n -I -L -P -d -s -E -a -i --max-args --replace --max-lines --max-procs --delimiter --arg-file",
+	"stdbuf":      "-i -o -e",
+	"ionice":      "-c -n -p -t",
+	"chrt":        "-p",
+	"taskset":     "-p -c",
+	"flock":       "-w -E --timeout --conflict-exit-code",
+	"watch":       "-n -d --interval",
+	"strace":      "-o -e -p -s -u -E",
+	"unshare":     "-S --setuid -G --setgid -R --root -w --wd --map-user --map-group --propagation --setgroups",
+	"setpriv":     "--reuid --regid --ruid --euid --rgid --egid --groups --inh-caps --ambient-caps --bounding-set --securebits --pdeathsig --selinux-label --apparmor-profile --landlock-access --landlock-rule --seccomp-filter",
+	"chroot":      "--userspec --groups",
+	"nsenter":     "-t --target -S --setuid -G --setgid",
+	"prlimit":     "-p --pid -o --output",
+	"fakeroot":    "-l --lib --faked -i -s -b",
+	"torsocks":    "-u --user -p --pass -a --address -P --port",
+	"proxychains": "-f", "proxychains4": "-f",
+	"systemd-run": "-u --unit -p --property -E --setenv --uid --gid --nice -M --machine -H --host --working-directory --description --slice --service-type --on-active --on-boot --on-startup --on-unit-active --on-unit-inactive --on-calendar --path-property --socket-property --timer-property -C --capsule",
+	"exec":        "-a",
+	"pkexec":      "--user",
+	"run0":        "--user -u --property --setenv",
 }
 
 // command records a simple command (words, with dyn marking computed
@@ -277,11 +307,38 @@ func (s *script) command(words []string, dyn []bool, ctx cmdCtx, derived bool) {
 	switch {
 	case name == "command" && len(args) > 0 && (args[0] == "-v" || args[0] == "-V"):
 		// a lookup, not a run
+	case specials[name]:
+		r, _ := special(name, args, adyn)
+		s.ran(idx, r, ctx, derived)
+	case name == "trap":
+		i := 0
+		for i < len(args) && !adyn[i] && strings.HasPrefix(args[i], "-") && args[i] != "-" {
+			i++ // -l, -p, --
+		}
+		switch {
+		case len(args)-i < 2: // listing, or resetting a signal
+		case adyn[i]:
+			mark("trap runs text computed at run time")
+		case args[i] != "-" && args[i] != "":
+			s.ran(idx, runs{scripts: []string{args[i]}}, ctx, derived)
+		}
+	case (name == "source" || name == ".") && ctx.sourced != nil:
+		switch {
+		case !ctx.sourced.known:
+			mark(name + " reads a script produced at run time")
+		case ctx.depth >= maxNesting:
+			mark(name + " is nested too deeply to analyse")
+		default:
+			mark("")
+			if err := s.add(ctx.sourced.text, ctx.cwd, ctx.cwdUnknown, ctx.depth+1); err != nil {
+				s.cmds[idx].opaque = "the sourced script does not parse: " + err.Error()
+			}
+		}
 	case name == "env" && envSplit(args, adyn) != nil:
 		mark("")
 		if ctx.depth < maxNesting {
 			sw := envSplit(args, adyn)
-			s.command(sw, make([]bool, len(sw)), cmdCtx{ctx.cwd, ctx.cwdUnknown, ctx.depth + 1, nil}, derived)
+			s.command(sw, make([]bool, len(sw)), ctx.nested(), derived)
 		}
 	case transparent[name] || privileged[name]:
 		rest, rdyn := stripOptions(name, args, adyn)
@@ -397,7 +454,7 @@ func envSplit(args []string, dyn []bool) []string {
 // the command it runs.
 func stripOptions(w string, words []string, dyn []bool) ([]string, []bool) {
 	valueFlags := strings.Fields(wrapperValueFlags[w])
-	operand := map[string]bool{"timeout": true, "flock": true, "taskset": true, "chrt": true}[w] // one operand before the command
+	operand := map[string]bool{"timeout": true, "flock": true, "taskset": true, "chrt": true, "chroot": true}[w] // one operand before the command
 	i := 0
 	for i < len(words) {
 		a := words[i]
@@ -432,7 +489,9 @@ func shellScript(args []string, dyn []bool, stdin *stdinScript) (text string, kn
 		case dyn[i] && c:
 			return "", false, true
 		case dyn[i]:
-			return "", false, false
+			// A computed script file, or <(...): it may be a script
+			// produced at run time.
+			return "", false, true
 		case a == "--":
 			if c && i+1 < len(args) {
 				return args[i+1], !dyn[i+1], true
@@ -449,16 +508,24 @@ func shellScript(args []string, dyn []bool, stdin *stdinScript) (text string, kn
 			if strings.ContainsAny(a[1:], "oO") && i+1 < len(args) {
 				i++ // -o option
 			}
+		case c:
+			return a, true, true
+		case isStdin(a) && a != "-":
+			return stdinText(stdin)
+		case strings.HasPrefix(a, "/dev/fd/") || strings.HasPrefix(a, "/proc/self/fd/"):
+			return "", false, true // a script in a descriptor: produced at run time
 		default:
-			if c {
-				return a, true, true
-			}
 			return "", false, false // a script file
 		}
 	}
 	if c {
 		return "", false, true
 	}
+	return stdinText(stdin)
+}
+
+// stdinText is the script a shell reads from stdin.
+func stdinText(stdin *stdinScript) (text string, known, isScript bool) {
 	if stdin == nil {
 		return "", true, true // reads the (empty) stdin
 	}
