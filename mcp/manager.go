@@ -120,7 +120,14 @@ type Options struct {
 	Backoff     func(attempt int) time.Duration
 	// KillGrace is DefaultKillGrace when zero.
 	KillGrace time.Duration
-	Logger    *slog.Logger
+	// CheckCommand, when set, is asked about each stdio server's command
+	// before its first start, with the path found (on rein's PATH, or
+	// against the server's directory) and that path with symlinks
+	// resolved; an error refuses the server. Restarts run the same file.
+	// rein refuses commands that its sandboxed tools could have written (a
+	// workspace's .venv/bin or node_modules/.bin on PATH).
+	CheckCommand func(found, real string) error
+	Logger       *slog.Logger
 }
 
 // State is where a server is in its life.
@@ -421,6 +428,7 @@ func cutUTF8(s string, max int) int {
 type server struct {
 	m       *Manager
 	cfg     ServerConfig
+	exe     string // the command's path, found once (see pinCommand)
 	log     *serverLog
 	refresh chan struct{}
 
@@ -661,7 +669,11 @@ func (s *server) transport() (sdk.Transport, *proc, error) {
 		}
 		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, MaxRetries: -1}, nil, nil
 	}
-	p, err := startProc(s.cfg, s.m.opts.Dir, s.m.opts.ServerDir, s.m.opts.Environ, s.log)
+	cfg, err := s.pinCommand()
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := startProc(cfg, s.m.opts.Dir, s.m.opts.ServerDir, s.m.opts.Environ, s.log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot start %s: %w", s.cfg.Command, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -605,5 +606,55 @@ func TestServerWorkingDirectory(t *testing.T) {
 		if w, _ := filepath.EvalSymlinks(want); got != w {
 			t.Errorf("%s ran in %s, want %s", name, b, want)
 		}
+	}
+}
+
+// A stdio server's command is found on PATH once and checked: one that
+// the model's sandboxed tools could have written (a workspace directory on
+// PATH) is refused, and a restart runs the file found first, not whatever
+// a directory earlier on PATH holds by then.
+func TestCommandIsPinnedAndChecked(t *testing.T) {
+	exe := testServerConfig(t, "t").Command
+	ws, bin, early := t.TempDir(), t.TempDir(), t.TempDir()
+	for _, d := range []string{ws, bin} {
+		if err := os.Symlink(exe, filepath.Join(d, "mcpserver")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var asked [][2]string
+	check := func(found, real string) error {
+		asked = append(asked, [2]string{found, real})
+		if strings.HasPrefix(found, ws+"/") || strings.HasPrefix(real, ws+"/") {
+			return errors.New("it lies in the workspace")
+		}
+		return nil
+	}
+	cfg := testServerConfig(t, "t")
+	cfg.Command = "mcpserver"
+
+	t.Setenv("PATH", ws+string(os.PathListSeparator)+bin)
+	f := start(t, Options{Servers: []ServerConfig{cfg}, CheckCommand: check})
+	f.waitFor("refusal", func() bool { return f.status("t").State == Failed })
+	if st := f.status("t"); !strings.Contains(st.Error, "refusing to start mcpserver: it lies in the workspace") {
+		t.Errorf("status %+v", st)
+	}
+
+	t.Setenv("PATH", early+string(os.PathListSeparator)+bin)
+	f = start(t, Options{Servers: []ServerConfig{cfg}, CheckCommand: check})
+	f.sync()
+	if len(asked) != 2 || asked[1][0] != filepath.Join(bin, "mcpserver") || asked[1][1] != exe {
+		t.Fatalf("CheckCommand calls %q", asked)
+	}
+	marker := filepath.Join(t.TempDir(), "hijacked")
+	if err := os.WriteFile(filepath.Join(early, "mcpserver"), []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.call("mcp__t__crash", `{}`)
+	f.waitFor("restart", func() bool { s := f.status("t"); return s.State == Ready && s.Restarts == 1 })
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the restart ran the command found on PATH anew")
+	}
+	if len(asked) != 2 {
+		t.Errorf("the restart looked the command up again: %q", asked)
 	}
 }

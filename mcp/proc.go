@@ -34,10 +34,7 @@ type proc struct {
 // tail kept for error messages.
 func startProc(cfg ServerConfig, dir, serverDir string, environ []string, log *serverLog) (*proc, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
-	cmd.Dir = serverDir
-	if wd := cfg.WorkDir(dir); wd != "" {
-		cmd.Dir = wd
-	}
+	cmd.Dir = procDir(cfg, dir, serverDir)
 	cmd.Env = mergeEnv(environ, cfg.Env)
 	setGroup(cmd)
 	inR, inW, err := os.Pipe()
@@ -86,6 +83,15 @@ func startProc(cfg ServerConfig, dir, serverDir string, environ []string, log *s
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// procDir is the working directory of cfg's process: its Cwd (relative
+// to dir), or else serverDir.
+func procDir(cfg ServerConfig, dir, serverDir string) string {
+	if wd := cfg.WorkDir(dir); wd != "" {
+		return wd
+	}
+	return serverDir
 }
 
 // exited returns how the process ended ("exit status 1", "signal:

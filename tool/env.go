@@ -20,11 +20,14 @@ const (
 )
 
 // DefaultDrop are the patterns of variables that by convention hold
-// credentials, or reach them (an SSH agent's socket). ForModel
-// environments lose them unless EnvPolicy.Keep names them.
+// credentials, or reach them: an SSH agent's socket signs with the
+// user's keys, the D-Bus session bus starts programs outside any sandbox
+// (systemd-run --user). ForModel environments lose them unless
+// EnvPolicy.Keep names them.
 var DefaultDrop = []string{
 	"*_API_KEY", "*_APIKEY", "*_TOKEN", "*_SECRET", "*_SECRET_KEY", "*_ACCESS_KEY", "*PASSWORD", "*PASSWD", "*_PWD",
 	"*_CREDENTIALS", "*_PRIVATE_KEY", "*DATABASE_URL", "*_DSN", "*CONNECTION_STRING", "SSH_AUTH_SOCK",
+	"DBUS_SESSION_BUS_ADDRESS",
 }
 
 // EnvPolicy decides which of rein's environment variables a child process

@@ -25,7 +25,6 @@ import (
 	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/builtin"
-	"github.com/reinhq/rein/tool/fs"
 	"github.com/reinhq/rein/tool/shell"
 	"github.com/reinhq/rein/transcript"
 	"github.com/reinhq/rein/trust"
@@ -235,7 +234,7 @@ var permissionModes = []acp.Mode{
 // session keeps bash in rein.
 func (a *app) acpTools(dir string, req acp.OpenRequest) []tool.Tool {
 	opts := builtin.Options{
-		FS:    fs.Options{Confine: a.sandboxed(), WriteRoots: a.writeRoots(dir), Buffers: req.Files},
+		FS:    a.fsOptions(dir, req.Files),
 		Shell: shell.Options{Sandbox: a.sandbox(dir), Env: a.envPolicy()},
 	}
 	tools := a.maskSpills(builtin.All(opts))

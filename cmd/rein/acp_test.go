@@ -139,7 +139,13 @@ func newACPEnv(t *testing.T) *acpEnv {
 	if err := os.MkdirAll(e.work, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.env = append(os.Environ(), "REIN_HOME="+e.home, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "HOME="+root,
+	// A temp directory of its own: the system one (a write root of the
+	// sandboxed modes) holds the test's commands, which rein would
+	// refuse to run as MCP servers from there.
+	if err := os.MkdirAll(filepath.Join(root, "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.env = append(os.Environ(), "REIN_HOME="+e.home, "XDG_CONFIG_HOME="+filepath.Join(root, "config"), "HOME="+root, "TMPDIR="+filepath.Join(root, "tmp"),
 		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	return e
 }

@@ -278,7 +278,8 @@ func (a *app) startMCP(ctx context.Context, dir, logPath string, model catalog.M
 		left = -1
 	}
 	opts := mcp.Options{Servers: configs, Registry: cfg.Tools, Environ: a.mcpEnviron(), Dir: a.workspaceRoot(dir), ServerDir: a.mcpServerDir(dir), Images: modelTakesImages(model),
-		InstructionsBudget: left, Lookup: a.mcpLookup, Version: version(), Logger: a.log}
+		InstructionsBudget: left, Lookup: a.mcpLookup, Version: version(), Logger: a.log,
+		CheckCommand: a.checkCommand(dir)}
 	if ms.log != nil {
 		opts.Log = ms.log
 	}
@@ -379,7 +380,8 @@ func (a *app) probe(ctx context.Context, only string) ([]mcp.Status, []mcpServer
 		}
 	}
 	reg, _ := tool.NewRegistry()
-	m := mcp.Start(mcp.Options{Servers: run, Registry: reg, Environ: a.mcpEnviron(), Dir: a.root, ServerDir: a.mcpServerDir(a.dir), Lookup: a.mcpLookup, Version: version(), Logger: a.log})
+	m := mcp.Start(mcp.Options{Servers: run, Registry: reg, Environ: a.mcpEnviron(), Dir: a.root, ServerDir: a.mcpServerDir(a.dir), Lookup: a.mcpLookup, Version: version(), Logger: a.log,
+		CheckCommand: a.checkCommand(a.dir)})
 	m.Wait(ctx)
 	st := m.Status()
 	if err := m.Close(); err != nil {

@@ -32,7 +32,6 @@ import (
 	"github.com/reinhq/rein/store/postgres"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/builtin"
-	"github.com/reinhq/rein/tool/fs"
 	"github.com/reinhq/rein/tool/shell"
 	"github.com/reinhq/rein/trust"
 )
@@ -450,7 +449,7 @@ func (a *app) userHome() string {
 // masked (maskSpills).
 func (a *app) tools(dir string) (*tool.Registry, error) {
 	return tool.NewRegistry(a.maskSpills(builtin.All(builtin.Options{
-		FS:    fs.Options{Confine: a.sandboxed(), WriteRoots: a.writeRoots(dir)},
+		FS:    a.fsOptions(dir, nil),
 		Shell: shell.Options{Sandbox: a.sandbox(dir), Env: a.envPolicy()},
 	}))...)
 }
