@@ -72,7 +72,7 @@ func helper(name string, args []string) int {
 			return fail(e)
 		}
 		unix.Close(int(fd))
-	case "session": // the session id and whether /dev/tty opens
+	case "session": // the session id and whether /dev/tty (a controlling terminal) opens
 		sid, _ := unix.Getsid(0)
 		_, err := os.Open("/dev/tty")
 		fmt.Printf("pid %d sid %d tty %v\n", os.Getpid(), sid, err == nil)
@@ -163,10 +163,10 @@ func TestUnconfirmedLaunchIsNotConfined(t *testing.T) {
 	}
 }
 
-// Sandboxed commands lead their own session: no controlling terminal, so
-// no TIOCSTI into the user's shell and no writes to /dev/tty. The test
-// runs itself under a pseudo-terminal that is its controlling terminal,
-// as rein is in a terminal.
+// Sandboxed commands have no controlling terminal, so no TIOCSTI into the
+// user's shell and no /dev/tty. The test runs itself under a
+// pseudo-terminal that is its controlling terminal, as rein is in a
+// terminal.
 func TestNoControllingTerminal(t *testing.T) {
 	if os.Getenv("SANDBOX_TTY_CHILD") == "1" {
 		s := New(Launcher{}, Policy{Write: []string{os.TempDir()}})
@@ -219,12 +219,6 @@ func TestNoControllingTerminal(t *testing.T) {
 	}
 	if l := line("sandboxed session:"); !strings.Contains(l, "tty false") {
 		t.Errorf("the sandboxed command opened the terminal: %s", l)
-	} else {
-		var pid, sid int
-		fmt.Sscanf(strings.TrimPrefix(l, "sandboxed session: "), "pid %d sid %d", &pid, &sid)
-		if pid == 0 || pid != sid {
-			t.Errorf("the sandboxed command does not lead its own session: %s", l)
-		}
 	}
 	if l := line("sandboxed tiocsti:"); strings.Contains(l, "injected") {
 		t.Errorf("the sandboxed command typed into the terminal: %s", l)

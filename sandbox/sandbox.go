@@ -13,10 +13,11 @@
 // cover on this kernel (pathname unix sockets before ABI 9, UDP before
 // ABI 10, raw and other families always) and io_uring.
 //
-// Every child leads a session of its own (setsid): it has no controlling
-// terminal, so it cannot type into the user's shell (TIOCSTI) or write to
-// the terminal behind rein's back; it is also its own process group, so
-// killing the group kills what it started.
+// No child has a controlling terminal: the launcher gives it up before it
+// execs (and an unconfined child, where there is no sandbox, leads a
+// session of its own), so a command cannot type into the user's shell
+// (TIOCSTI) or open /dev/tty behind rein's back. A caller's Setpgid is
+// kept, so killing the group still kills what the command started.
 //
 // The ruleset is never applied to the calling process. Start re-executes a
 // launcher — the program's own executable called with ExecArg as its first
@@ -224,25 +225,26 @@ func (s *Sandbox) Probe() Status {
 }
 
 // Start starts cmd (built with exec.Command, not yet started) under the
-// sandbox: it rewrites cmd.Path and cmd.Args to run through the launcher,
-// appends the launcher's descriptors to cmd.ExtraFiles (the command does
-// not inherit them) and makes cmd lead a new session (Setsid, which also
-// makes it a process group of its own: Setpgid, Setctty and Foreground are
-// cleared). Everything else about cmd (Dir, Env, Stdin/Stdout/Stderr,
-// Cancel, WaitDelay) is kept; the command's environment is cmd.Env
-// exactly. Start returns once the launcher has confirmed the ruleset, or
-// has failed.
+// sandbox: it rewrites cmd.Path and cmd.Args to run through the launcher
+// and appends the launcher's descriptors to cmd.ExtraFiles (the command
+// does not inherit them); the launcher gives up the controlling terminal
+// before it execs. Everything else about cmd (Dir, Env,
+// Stdin/Stdout/Stderr, Setpgid, Cancel, WaitDelay) is kept; the command's
+// environment is cmd.Env exactly. Start returns once the launcher has
+// confirmed the ruleset, or has failed.
 //
-// When the sandbox is unavailable, Start starts cmd unconfined (in a
-// session of its own) and returns an error wrapping ErrUnavailable
-// together with a started process: the caller may Wait for it. Any other
+// When the sandbox is unavailable, Start starts cmd unconfined, leading a
+// session of its own (Setsid; Setpgid, Setctty and Foreground are
+// cleared: the session is also a process group), and returns an error
+// wrapping ErrUnavailable together with a started process: the caller
+// may Wait for it. Any other
 // error means the command did not run: with ErrRootMoved or a start
 // failure nothing started; with ErrNotConfined the launcher ran, failed,
 // and was waited for.
 func (s *Sandbox) Start(cmd *exec.Cmd) error {
-	cmd.SysProcAttr = newSession(cmd.SysProcAttr)
 	st := s.Probe()
 	if !st.Available() {
+		cmd.SysProcAttr = newSession(cmd.SysProcAttr)
 		if err := cmd.Start(); err != nil {
 			return err
 		}

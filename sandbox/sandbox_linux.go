@@ -121,6 +121,7 @@ func Main(args []string, stderr io.Writer) int {
 			l.status = -1
 		}
 	}
+	dropTerminal()
 	if err := restrictSelf(l); err != nil {
 		fmt.Fprintf(stderr, "rein sandbox: %v\n", err)
 		status(err.Error())
@@ -142,6 +143,22 @@ func Main(args []string, stderr io.Writer) int {
 		return 127
 	}
 	return 126
+}
+
+// dropTerminal gives up the controlling terminal the launcher inherited
+// from rein (TIOCNOTTY: a process that does not lead its session only
+// loses the terminal): the command cannot open /dev/tty, and TIOCSTI on
+// the terminal's device needs it to be the caller's controlling terminal.
+// Without a session leader it cannot take one again (TIOCSCTTY). This
+// does what setsid would without a new session, which costs every
+// command a scheduler autogroup (measured: a third more time to start).
+func dropTerminal() {
+	fd, err := unix.Open("/dev/tty", unix.O_RDONLY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return // no controlling terminal
+	}
+	_ = unix.IoctlSetInt(fd, unix.TIOCNOTTY, 0)
+	_ = unix.Close(fd)
 }
 
 // Access rights of a write root: everything but making block and
