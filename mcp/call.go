@@ -269,7 +269,10 @@ func (t *mcpTool) cut(text string, meta *Meta, call tool.Call) string {
 		tailStart++
 	}
 	where := "the full result could not be saved"
-	dir := filepath.Join(t.s.m.opts.SpillDir, "rein-"+tool.SafeName(call.Env.SessionID))
+	dir := call.Env.ScratchDir
+	if dir == "" {
+		dir = filepath.Join(t.s.m.opts.SpillDir, "rein-"+tool.SafeName(call.Env.SessionID))
+	}
 	if f, err := tool.CreateSpill(dir, "mcp-"+tool.SafeName(call.ID)+"-*.txt"); err == nil {
 		_, werr := f.WriteString(text)
 		if cerr := f.Close(); werr == nil && cerr == nil {

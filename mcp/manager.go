@@ -99,7 +99,8 @@ type Options struct {
 	// DefaultMaxOutput).
 	MaxOutput int
 	// SpillDir is where results over MaxOutput are saved in full, in a
-	// rein-<session> subdirectory (default os.TempDir()).
+	// rein-<session> subdirectory (default os.TempDir()), when the session
+	// has no scratch directory (tool.Env.ScratchDir, used when set).
 	SpillDir string
 	// InstructionsBudget caps the bytes of server instructions in the
 	// system prompt; 0 means DefaultInstructionsBudget, negative none.

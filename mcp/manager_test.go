@@ -243,6 +243,25 @@ func TestLargeResultSpillRefusesPlantedLink(t *testing.T) {
 	if ents, _ := os.ReadDir(target); len(ents) != 0 {
 		t.Fatalf("rein wrote %d files through the planted link", len(ents))
 	}
+	// With the session's scratch directory the result goes there, under
+	// the same rule.
+	scratch := filepath.Join(t.TempDir(), "s1.scratch")
+	tl, _ := f.reg.Lookup("mcp__t__big")
+	call := tool.Call{ID: "c2", Arguments: json.RawMessage(`{"n":20000}`), Env: tool.Env{SessionID: "s1", ScratchDir: scratch}}
+	res, _ = tl.Run(context.Background(), call)
+	if !strings.Contains(text(res), "the full result is in "+scratch+"/mcp-c2-") {
+		t.Errorf("not in the scratch directory: %s", text(res))
+	}
+	os.RemoveAll(scratch)
+	if err := os.Symlink(target, scratch); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ = tl.Run(context.Background(), call); !strings.Contains(text(res), "could not be saved") {
+		t.Errorf("through a planted scratch link: %s", text(res))
+	}
+	if ents, _ := os.ReadDir(target); len(ents) != 0 {
+		t.Fatalf("rein wrote %d files through the planted scratch link", len(ents))
+	}
 }
 
 func TestErrorResults(t *testing.T) {

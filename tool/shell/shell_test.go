@@ -139,19 +139,26 @@ func TestOutputCapAndSpill(t *testing.T) {
 // writes the next spill, output the model chose, into a directory of its
 // choice (a ~/.bashrc.d, say). rein refuses.
 func TestSpillRefusesPlantedLink(t *testing.T) {
-	tmp, target := t.TempDir(), t.TempDir()
-	b := Bash(Options{TempDir: tmp, MaxOutput: 1000})
-	e := env(t)
-	plant := "ln -s " + target + " " + filepath.Join(tmp, "rein-sess_1")
-	if res, _ := runBash(t, context.Background(), b, e, map[string]any{"command": plant}); res.IsError {
-		t.Fatalf("plant: %s", llm.PlainText(res.Content))
-	}
-	res, m := runBash(t, context.Background(), b, e, map[string]any{"command": "echo 'touch ~/pwned #'; head -c 4000 /dev/zero | tr '\\0' A"})
-	if !m.Truncated || m.SpillPath != "" || !strings.Contains(llm.PlainText(res.Content), "could not be saved") {
-		t.Errorf("meta %+v: %s", m, llm.PlainText(res.Content))
-	}
-	if ents, _ := os.ReadDir(target); len(ents) != 0 {
-		t.Fatalf("rein wrote %d files through the planted link", len(ents))
+	for _, scratch := range []bool{false, true} {
+		tmp, target := t.TempDir(), t.TempDir()
+		b := Bash(Options{TempDir: tmp, MaxOutput: 1000})
+		e := env(t)
+		dir := filepath.Join(tmp, "rein-sess_1")
+		if scratch { // the session's scratch directory under the store
+			e.ScratchDir = filepath.Join(t.TempDir(), "s1.scratch")
+			dir = e.ScratchDir
+		}
+		plant := "ln -s " + target + " " + dir
+		if res, _ := runBash(t, context.Background(), b, e, map[string]any{"command": plant}); res.IsError {
+			t.Fatalf("plant: %s", llm.PlainText(res.Content))
+		}
+		res, m := runBash(t, context.Background(), b, e, map[string]any{"command": "echo 'touch ~/pwned #'; head -c 4000 /dev/zero | tr '\\0' A"})
+		if !m.Truncated || m.SpillPath != "" || !strings.Contains(llm.PlainText(res.Content), "could not be saved") {
+			t.Errorf("scratch %v: meta %+v: %s", scratch, m, llm.PlainText(res.Content))
+		}
+		if ents, _ := os.ReadDir(target); len(ents) != 0 {
+			t.Fatalf("scratch %v: rein wrote %d files through the planted link", scratch, len(ents))
+		}
 	}
 }
 
