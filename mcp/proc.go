@@ -115,7 +115,8 @@ func (p *proc) exited() string {
 // stop ends the process and everything in its process group: stdin is
 // closed (a well-behaved server exits on that), then after grace the
 // group gets SIGTERM, and after another grace SIGKILL. It returns when
-// the process has been reaped and its stderr read to the end (or a
+// the process has been reaped, the rest of its group has exited (or a
+// grace has passed), and its stderr has been read to the end (or a
 // grandchild holding stderr was killed with the group).
 func (p *proc) stop(grace time.Duration) {
 	p.stdin.Close()
@@ -136,8 +137,10 @@ func (p *proc) stop(grace time.Duration) {
 			<-p.done
 		}
 	}
-	// Whatever the process left behind in its group goes too.
+	// Whatever the process left behind in its group goes too, and is
+	// gone before stop returns.
 	signalGroup(p.cmd, true)
+	awaitGroup(p.cmd, grace)
 	p.stdout.Close()
 	<-p.logged
 }

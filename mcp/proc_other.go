@@ -2,7 +2,10 @@
 
 package mcp
 
-import "os/exec"
+import (
+	"os/exec"
+	"time"
+)
 
 // setGroup does nothing where process groups are not available.
 func setGroup(*exec.Cmd) {}
@@ -14,3 +17,6 @@ func signalGroup(cmd *exec.Cmd, _ bool) {
 		_ = cmd.Process.Kill()
 	}
 }
+
+// awaitGroup has no group to wait for.
+func awaitGroup(*exec.Cmd, time.Duration) {}

@@ -203,10 +203,10 @@ func Start() (*Server, error) {
 	s.cmd = exec.Command(postgres, "-D", data, "-k", dir, "-h", "", "-p", strconv.Itoa(port),
 		"-F", "-c", "max_connections=200", "-c", "shared_buffers=128MB")
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	// SIGQUIT (immediate shutdown) when the test binary dies, however it
-	// dies. The signal is tied to the thread that forks, so that thread
-	// stays locked to a goroutine for the server's lifetime.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	// On Linux, SIGQUIT (immediate shutdown) when the test binary dies,
+	// however it dies. The signal is tied to the thread that forks, so that
+	// thread stays locked to a goroutine for the server's lifetime.
+	s.cmd.SysProcAttr = serverAttr(cred)
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
