@@ -31,6 +31,9 @@ type evStore struct {
 	lastI uint16
 	// count makes the store only count events (a Validator's log).
 	count bool
+	// base is the seq of the first record kept: a Validator that repairs
+	// keeps only the events repair reads (see Validator.Repair).
+	base int64
 }
 
 type rec struct {
@@ -119,7 +122,8 @@ func (s *evStore) pushAt(ev Event, seg, off uint32) {
 
 // rec returns the record of seq.
 func (s *evStore) rec(seq int64) *rec {
-	return &s.pages[seq>>pageBits][seq&(pageLen-1)]
+	i := seq - s.base
+	return &s.pages[i>>pageBits][i&(pageLen-1)]
 }
 
 func (s *evStore) push(ev Event) {
@@ -201,9 +205,7 @@ func (s *evStore) at(seq int64) Event {
 
 // slice returns fresh Events for seqs from..len-1.
 func (s *evStore) slice(from, to int64) []Event {
-	if from < 0 {
-		from = 0
-	}
+	from = max(from, s.base)
 	if from >= to {
 		return nil
 	}

@@ -53,11 +53,25 @@ func (l *Log) AppendLines(data []byte) error {
 	for len(l.loaders) < workers {
 		l.loaders = append(l.loaders, new(wire.Arena))
 	}
+	// Appended blocks' record buffers go back to the parsers through
+	// free. A Validator keeps them between calls (it is fed a file in
+	// pieces and lives as long as that); a Log, which may live long after
+	// its load, lets them go.
+	free := l.spare
+	if free == nil {
+		free = make(chan *lineBlock, 3*workers)
+		if l.check {
+			l.spare = free
+		}
+	}
 	if len(data) < 2*blockSize || workers < 2 {
 		var b lineBlock
 		b.data = data
-		b.parse(l.loaders[0], l.check)
-		return l.appendBlock(&b, 0)
+		b.reuse(free)
+		b.parse(l.loaders[0], l.check, l.visit != nil)
+		err := l.appendBlock(&b, 0)
+		b.release(free)
+		return err
 	}
 	// Cut the input into blocks at line ends.
 	var blocks []*lineBlock
@@ -79,8 +93,6 @@ func (l *Log) AppendLines(data []byte) error {
 		tokens <- struct{}{}
 	}
 	quit := make(chan struct{})
-	// Appended blocks' buffers go back to the workers through free.
-	free := make(chan *lineBlock, window+workers)
 	var next int
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -102,12 +114,8 @@ func (l *Log) AppendLines(data []byte) error {
 				if i >= len(blocks) {
 					return
 				}
-				select {
-				case old := <-free:
-					blocks[i].recs, blocks[i].ps = old.recs[:0], old.ps[:0]
-				default:
-				}
-				blocks[i].parse(a, l.check)
+				blocks[i].reuse(free)
+				blocks[i].parse(a, l.check, l.visit != nil)
 				close(blocks[i].done)
 			}
 		}()
@@ -123,16 +131,31 @@ func (l *Log) AppendLines(data []byte) error {
 			return err
 		}
 		line += len(b.recs)
-		clear(b.ps)
-		clear(b.odd)
-		select {
-		case free <- &lineBlock{recs: b.recs, ps: b.ps}:
-		default:
-		}
-		b.recs, b.ps, b.odd = nil, nil, nil
+		b.release(free)
 		tokens <- struct{}{}
 	}
 	return nil
+}
+
+// reuse gives b the record buffers of a block released to free, if any.
+func (b *lineBlock) reuse(free chan *lineBlock) {
+	select {
+	case old := <-free:
+		b.recs, b.ps = old.recs[:0], old.ps[:0]
+	default:
+	}
+}
+
+// release hands b's record buffers to free (when it has room) once b is
+// appended.
+func (b *lineBlock) release(free chan *lineBlock) {
+	clear(b.ps)
+	clear(b.odd)
+	select {
+	case free <- &lineBlock{recs: b.recs, ps: b.ps}:
+	default:
+	}
+	b.recs, b.ps, b.odd = nil, nil, nil
 }
 
 // lineBlock is a run of whole lines, parsed and decoded off the appending
@@ -172,8 +195,10 @@ const (
 )
 
 // parse parses the block's lines and decodes their payloads, stopping at
-// the first bad line.
-func (b *lineBlock) parse(a *wire.Arena, check bool) {
+// the first bad line. With full set (a Validator that visits) payloads but
+// request headers' are decoded in full, strings copied, as Event.Decode
+// decodes them, to be handed on.
+func (b *lineBlock) parse(a *wire.Arena, check, full bool) {
 	d := b.data[b.base:]
 	if b.recs == nil {
 		n := len(d)/100 + 16
@@ -205,7 +230,7 @@ func (b *lineBlock) parse(a *wire.Arena, check bool) {
 		if j := bytes.IndexByte(ln, '\n'); j >= 0 {
 			ln, next = ln[:j], pos+j+1
 		}
-		if !b.parseLine(pos, ln, &tc, a, check) {
+		if !b.parseLine(pos, ln, &tc, a, check, full) {
 			return
 		}
 		pos = next
@@ -218,7 +243,7 @@ func (b *lineBlock) parse(a *wire.Arena, check bool) {
 // payload by the fast decoders (unknown types' data only validated). Any
 // other line, or one the fast path does not take, goes to the general
 // decoder, which decides.
-func (b *lineBlock) parseLine(pos int, ln []byte, tc *wire.TimeCache, a *wire.Arena, check bool) bool {
+func (b *lineBlock) parseLine(pos int, ln []byte, tc *wire.TimeCache, a *wire.Arena, check, full bool) bool {
 	var ev Event
 	var p Payload
 	var flags uint8
@@ -231,6 +256,8 @@ func (b *lineBlock) parseLine(pos int, ln []byte, tc *wire.TimeCache, a *wire.Ar
 		case ev.Type == TypeRequestHeader:
 			p, fast = decodeWith(ev.Type, ev.Data, a, check)
 			flags = lazyHeader
+		case full:
+			p, fast = fastDecode(ev.Type, ev.Data)
 		default:
 			p, fast = decodeWith(ev.Type, ev.Data, a, check)
 		}
@@ -301,6 +328,13 @@ func (l *Log) appendBlock(b *lineBlock, line int) error {
 	for i := 0; i < len(b.recs); {
 		r := &b.recs[i]
 		if r.run > 0 && seg >= 0 && l.appendRun(b.recs[i:i+int(r.run)], uint32(seg)) {
+			if l.visit != nil && l.visitChunks {
+				for j := i; j < i+int(r.run); j++ {
+					if err := l.visit(b.event(j), nil); err != nil {
+						return err
+					}
+				}
+			}
 			i += int(r.run)
 			continue
 		}
@@ -320,6 +354,14 @@ func (l *Log) appendBlock(b *lineBlock, line int) error {
 		}
 		if err := l.appendDecoded(ev, p, r.flags&lazyHeader != 0, at, r.off); err != nil {
 			return &LineError{Line: line + i, End: b.lineEnd(i), Seq: ev.Seq, Err: err}
+		}
+		if l.visit != nil && (ev.Type != TypeAssistantChunk || l.visitChunks) {
+			if ev.Type == TypeAssistantChunk || ev.Type == TypeRequestHeader {
+				p = nil // checked, not decoded in full
+			}
+			if err := l.visit(ev, p); err != nil {
+				return err
+			}
 		}
 		i++
 	}

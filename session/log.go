@@ -38,6 +38,13 @@ type Log struct {
 	// check makes the log a Validator's: events are counted and checked,
 	// not kept, and payloads are decoded only as far as the checker needs.
 	check bool
+	// visit, when set, gets each event appended by AppendLines once it
+	// is in (chunks only with visitChunks; see Validator.Visit).
+	visit       func(Event, Payload) error
+	visitChunks bool
+	// spare holds parsed blocks' record buffers between AppendLines
+	// calls (a Validator's only).
+	spare chan *lineBlock
 }
 
 // LastUsage returns the usage of the last assistant message, or zero when a

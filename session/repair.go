@@ -111,7 +111,7 @@ func Repair(l *Log) ([]Event, error) {
 
 // lastOfType returns the seq of the last event of type t, or -1.
 func lastOfType(l *Log, t Type) int64 {
-	for s := l.Len() - 1; s >= 0; s-- {
+	for s := l.Len() - 1; s >= l.events.base; s-- {
 		if l.Event(s).Type == t {
 			return s
 		}

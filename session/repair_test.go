@@ -1,6 +1,9 @@
 package session
 
 import (
+	"bytes"
+	"errors"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -19,9 +22,13 @@ func turns(n int) []Payload {
 func repaired(t *testing.T, l *Log) []Event {
 	t.Helper()
 	n, last := l.Len(), l.LastTime()
+	streamed := validatorRepair(t, l)
 	added, err := Repair(l)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, want := lineText(streamed), lineText(added); got != want {
+		t.Fatalf("a Validator's repair:\n%s\nRepair on the log:\n%s", got, want)
 	}
 	if vs := Check(l.Events(0)); len(vs) != 0 {
 		t.Fatalf("repaired log has violations: %v", vs)
@@ -166,4 +173,98 @@ func TestRepairOpenCompaction(t *testing.T) {
 		t.Fatalf("compaction/end %+v", e)
 	}
 	mustAppend(t, l, ts(2))
+}
+
+// validatorRepair validates l's lines with a Validator that visits every
+// event, keeps the visited events from RepairFrom on, and returns what
+// its Repair adds: it must be what Repair adds to l.
+func validatorRepair(t *testing.T, l *Log) []Event {
+	t.Helper()
+	v := NewValidator(l.Header())
+	var seen, tail []Event
+	v.Visit(func(ev Event, _ Payload) error {
+		seen = append(seen, Event{Seq: ev.Seq, Type: ev.Type, Time: ev.Time, Ignorable: ev.Ignorable, Data: slices.Clone(ev.Data)})
+		return nil
+	}, true)
+	if err := v.AppendLines([]byte(lineText(l.Events(0)))); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lineText(seen), lineText(l.Events(0)); got != want {
+		t.Fatalf("visited:\n%s\nwant:\n%s", got, want)
+	}
+	if from := v.RepairFrom(); from >= 0 {
+		tail = seen[from:]
+	}
+	added, err := v.Repair(tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return added
+}
+
+func lineText(evs []Event) string {
+	var b []byte
+	for _, ev := range evs {
+		b = ev.AppendLine(b)
+	}
+	return string(b)
+}
+
+// TestValidatorVisit: Visit hands on every event validated, in order, or
+// every one but the chunks; the function's error stops AppendLines as it
+// is; a line that fails validation is never visited.
+func TestValidatorVisit(t *testing.T) {
+	ps := append(turns(2), ts(3), um("u", "p"), ss(3, 1), chunk(3, 1, "a"), chunk(3, 1, "b"), am(3, 1, "ab"), se(3, 1), te(3))
+	l := newLog(t, ps...)
+	lines := []byte(lineText(l.Events(0)))
+	var types []Type
+	v := NewValidator(l.Header())
+	v.Visit(func(ev Event, p Payload) error {
+		types = append(types, ev.Type)
+		if want := ev.MustDecode(); ev.Type != TypeRequestHeader && !reflect.DeepEqual(p, want) {
+			t.Errorf("seq %d: payload %#v, want %#v", ev.Seq, p, want)
+		}
+		return nil
+	}, false)
+	if err := v.AppendLines(lines); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.DeleteFunc(typesOf(l.Events(0)), func(t Type) bool { return t == TypeAssistantChunk })
+	if !slices.Equal(types, want) {
+		t.Fatalf("visited %v, want %v", types, want)
+	}
+	stop := errors.New("stop")
+	v = NewValidator(l.Header())
+	n := 0
+	v.Visit(func(Event, Payload) error {
+		if n++; n == 3 {
+			return stop
+		}
+		return nil
+	}, true)
+	if err := v.AppendLines(lines); err != stop {
+		t.Fatalf("AppendLines: %v, want the visitor's error", err)
+	}
+	// A broken line: the events before it are visited, it is not.
+	bad := bytes.Replace(lines, []byte(`"turn":3`), []byte(`"turn":9`), 1)
+	v = NewValidator(l.Header())
+	n = 0
+	v.Visit(func(Event, Payload) error { n++; return nil }, true)
+	err := v.AppendLines(bad)
+	var le *LineError
+	if !errors.As(err, &le) || int64(n) != le.Seq || n != le.Line {
+		t.Fatalf("AppendLines: %v after %d events", err, n)
+	}
+	// Repair needs the events of the open turn.
+	crashed := newLog(t, append(turns(1), ts(2), um("u", "p"))...)
+	v = NewValidator(crashed.Header())
+	if err := v.AppendLines([]byte(lineText(crashed.Events(0)))); err != nil {
+		t.Fatal(err)
+	}
+	if from := v.RepairFrom(); from != int64(len(turns(1))) {
+		t.Fatalf("RepairFrom %d, want the open turn's start %d", from, len(turns(1)))
+	}
+	if vr, err := v.Repair(crashed.Events(v.RepairFrom() + 1)); err == nil || vr != nil {
+		t.Fatalf("Repair without the open turn's start: %v, %v", vr, err)
+	}
 }
