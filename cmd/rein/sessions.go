@@ -247,18 +247,18 @@ prints the same as one JSON object.`,
 }
 
 // streamJSON prints session id's events, then its repair, as JSON lines,
-// streaming them (see streamEvents).
+// streaming them (store.Stream: a JSONL session a piece at a time).
 func (a *app) streamJSON(ctx context.Context, st store.Store, id string) error {
 	w := bufio.NewWriterSize(a.stdout, 256<<10)
 	var b []byte
 	var werr error
-	rep, err := streamEvents(ctx, st, id, func(ev session.Event) error {
+	res, err := store.Stream(ctx, st, id, store.StreamOptions{}, func(ev session.Event, _ session.Payload) error {
 		b = ev.AppendLine(b[:0])
 		_, werr = w.Write(b)
 		return werr
 	})
 	if err == nil {
-		for _, ev := range rep {
+		for _, ev := range res.Repair {
 			if _, err = w.Write(ev.AppendLine(b[:0])); err != nil {
 				break
 			}
@@ -274,29 +274,6 @@ func (a *app) streamJSON(ctx context.Context, st store.Store, id string) error {
 		return fmt.Errorf("session %s: %w (try 'rein sessions repair %s')", id, err, id)
 	}
 	return fmt.Errorf("session %s: %w", id, err)
-}
-
-// streamEvents calls fn with each stored event of session id, in order,
-// and returns the events crash repair adds. A JSONL store streams the file
-// (jsonl.Store.Stream: one line at a time); another store's session is
-// loaded and handed over in bounded batches.
-func streamEvents(ctx context.Context, st store.Store, id string, fn func(session.Event) error) ([]session.Event, error) {
-	if js, ok := st.(*jsonl.Store); ok {
-		return js.Stream(ctx, id, fn)
-	}
-	ld, err := st.Load(ctx, id, store.LoadOptions{})
-	if err != nil {
-		return nil, err
-	}
-	stored := ld.Log.Len() - int64(len(ld.Repair))
-	for from := int64(0); from < stored; from += 4096 {
-		for _, ev := range ld.Log.EventRange(from, min(from+4096, stored)) {
-			if err := fn(ev); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return ld.Repair, nil
 }
 
 func (a *app) sessionsFork() *cobra.Command {

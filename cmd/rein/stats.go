@@ -70,7 +70,7 @@ func collectStats(ctx context.Context, st store.Store, id string, priceOf func(s
 	model := ""
 	var pending *cacheBreak // waiting for the response that pays for it
 	prevInput := 0
-	_, err := streamEvents(ctx, st, id, func(ev session.Event) error {
+	_, err := store.Stream(ctx, st, id, store.StreamOptions{SkipChunks: true}, func(ev session.Event, decoded session.Payload) error {
 		switch ev.Type {
 		case session.TypeRequestHeader:
 			p, err := ev.Decode()
@@ -84,9 +84,12 @@ func collectStats(ctx context.Context, st store.Store, id string, priceOf func(s
 				s.Breaks = append(s.Breaks, pending)
 			}
 		case session.TypeAssistantMessage:
-			p, err := ev.Decode()
-			if err != nil {
-				return err
+			p := decoded
+			if p == nil {
+				var err error
+				if p, err = ev.Decode(); err != nil {
+					return err
+				}
 			}
 			u := p.(*session.AssistantMessage).Usage
 			m := byModel[model]

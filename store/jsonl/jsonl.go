@@ -84,7 +84,10 @@ type Store struct {
 	metaEvery time.Duration
 }
 
-var _ store.ScratchStore = (*Store)(nil)
+var (
+	_ store.ScratchStore = (*Store)(nil)
+	_ store.Streamer     = (*Store)(nil)
+)
 
 // Open opens (creating as needed) the store at root. An unreadable or
 // uncreatable directory is an error wrapping store.ErrUnreadable.

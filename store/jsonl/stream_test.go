@@ -14,12 +14,15 @@ import (
 // event lines, and its error.
 func streamed(s *Store, id string) (string, string, error) {
 	var b []byte
-	rep, err := s.Stream(bg, id, func(ev session.Event) error {
+	st, err := s.Stream(bg, id, store.StreamOptions{Piece: 100}, func(ev session.Event, _ session.Payload) error {
 		b = ev.AppendLine(b)
 		return nil
 	})
 	var r []byte
-	for _, ev := range rep {
+	if err != nil {
+		return string(b), "", err
+	}
+	for _, ev := range st.Repair {
 		r = ev.AppendLine(r)
 	}
 	return string(b), string(r), err

@@ -49,7 +49,10 @@ func New(opts Options) *Store {
 	return &Store{opts: opts, sessions: map[string]*sess{}}
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Streamer = (*Store)(nil)
+)
 
 // Create implements store.Store.
 func (s *Store) Create(ctx context.Context, h session.Header) (store.Writer, error) {
@@ -162,6 +165,22 @@ func (s *Store) Load(ctx context.Context, id string, opts store.LoadOptions) (*s
 		ld.Locked = &store.LockedError{ID: id, PID: os.Getpid()}
 	}
 	return ld, nil
+}
+
+// Stream implements store.Streamer over the session's bytes as they stand
+// now (store.StreamFile).
+func (s *Store) Stream(ctx context.Context, id string, opts store.StreamOptions, fn func(ev session.Event, p session.Payload) error) (*store.Streamed, error) {
+	file, locked, err := s.read(id)
+	if err != nil {
+		return nil, err
+	}
+	held := func() *store.LockedError {
+		if locked {
+			return &store.LockedError{ID: id, PID: os.Getpid()}
+		}
+		return nil
+	}
+	return store.StreamFile(ctx, name(id), bytes.NewReader(file), int64(len(file)), held, opts, fn)
 }
 
 // List implements store.Store. It reads each session's lines as far as

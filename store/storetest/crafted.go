@@ -69,7 +69,9 @@ func testRunning(t *testing.T, h Harness) {
 	if _, _, err = s.Open(ctx, "run"); !errors.Is(err, store.ErrLocked) {
 		t.Errorf("Open of a held session: %v, want ErrLocked", err)
 	}
+	streamAgrees(t, s, "run")
 	crash(t, h, w)
+	streamAgrees(t, s, "run")
 	ld = load(t, s, "run")
 	if ld.Locked != nil || len(ld.Repair) == 0 {
 		t.Errorf("after the writer died: Locked %v, repair %v", ld.Locked, ld.Repair)
@@ -279,6 +281,7 @@ func testCrafted(t *testing.T, h Harness) {
 // works.
 func refusedEverywhere(t *testing.T, s store.Store, i int) {
 	t.Helper()
+	streamAgrees(t, s, "cr")
 	_, err := s.Load(ctx, "cr", store.LoadOptions{})
 	var le *store.LineError
 	if !errors.As(err, &le) || le.Line != i+2 || le.File == "" {
@@ -395,6 +398,7 @@ func Fuzz(f *testing.F, h Harness) {
 func fuzzOne(t *testing.T, h Harness, file []byte) {
 	s := h.New(t)
 	h.PutFile(t, s, "fz", file)
+	streamAgrees(t, s, "fz")
 	sal, serr := s.Load(ctx, "fz", store.LoadOptions{Salvage: true})
 	strict, lerr := s.Load(ctx, "fz", store.LoadOptions{})
 	var le *store.LineError

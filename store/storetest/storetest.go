@@ -810,6 +810,7 @@ func testScenario21(t *testing.T, h Harness) {
 	b.add(&session.ToolCall{Turn: 4, Step: 1, CallID: "k1", Name: "read", Arguments: calls[0].Arguments})
 	appendAll(t, w, b)
 	crash(t, h, w)
+	streamAgrees(t, s, "s21")
 	ld := load(t, s, "s21")
 	got := printLog(ld)
 	golden(t, "scenario21", got)
@@ -836,6 +837,7 @@ func testScenario22(t *testing.T, h Harness) {
 	w, b := threeTurns(t, s, "s22")
 	w.Close()
 	h.Tamper(t, s, "s22", TornTail)
+	streamAgrees(t, s, "s22")
 	ld := load(t, s, "s22")
 	if ld.TornBytes == 0 {
 		t.Errorf("no torn tail reported")
