@@ -184,27 +184,35 @@ var ErrDecode = errors.New("transcript: event does not decode")
 // Add translates one event into zero or more entries. Events must be added in
 // seq order. Step boundaries produce no entry; chunks produce one only with
 // Stream.
-func (b *Builder) Add(ev session.Event) ([]Entry, error) {
+func (b *Builder) Add(ev session.Event) ([]Entry, error) { return b.AppendEntries(nil, ev, nil) }
+
+// AppendEntries is Add appending the entries to dst, for a face that
+// reuses one slice for every event; p is ev's payload when the caller has
+// it decoded already (as ev.Decode does: a validating reader hands it
+// on), or nil to have it decoded.
+func (b *Builder) AppendEntries(dst []Entry, ev session.Event, p session.Payload) ([]Entry, error) {
 	if !ev.Type.Known() {
-		return []Entry{{Seq: ev.Seq, Kind: Unknown, Text: string(ev.Type)}}, nil
+		return append(dst, Entry{Seq: ev.Seq, Kind: Unknown, Text: string(ev.Type)}), nil
 	}
 	switch ev.Type {
 	case session.TypeStepStart, session.TypeStepEnd:
-		return nil, nil
+		return dst, nil
 	case session.TypeAssistantChunk:
 		if !b.Stream {
-			return nil, nil
+			return dst, nil
 		}
 	case session.TypeRequestHeader:
 		// Only the model is shown: read the fields up to it, not the
 		// system prompt and tool schemas that follow.
 		if e, ok := modelOf(ev); ok {
-			return []Entry{e}, nil
+			return append(dst, e), nil
 		}
 	}
-	p, err := ev.Decode()
-	if err != nil {
-		return nil, fmt.Errorf("%w: seq %d: %w", ErrDecode, ev.Seq, err)
+	if p == nil {
+		var err error
+		if p, err = ev.Decode(); err != nil {
+			return dst, fmt.Errorf("%w: seq %d: %w", ErrDecode, ev.Seq, err)
+		}
 	}
 	e := Entry{Seq: ev.Seq}
 	switch p := p.(type) {
@@ -214,8 +222,8 @@ func (b *Builder) Add(ev session.Event) ([]Entry, error) {
 		r := p.Reason
 		e.Kind, e.Turn, e.Reason = TurnEnd, p.Turn, &r
 		if r.Kind == session.ReasonInterrupted {
-			return []Entry{e, {Seq: ev.Seq, Kind: Repair, Turn: p.Turn,
-				Text: fmt.Sprintf("rein stopped before turn %d ended; the turn was closed when the session was next opened (calls left open were settled as outcome-unknown or not-run)", p.Turn)}}, nil
+			return append(dst, e, Entry{Seq: ev.Seq, Kind: Repair, Turn: p.Turn,
+				Text: fmt.Sprintf("rein stopped before turn %d ended; the turn was closed when the session was next opened (calls left open were settled as outcome-unknown or not-run)", p.Turn)}), nil
 		}
 	case *session.UserMessage:
 		src := p.Source
@@ -241,11 +249,11 @@ func (b *Builder) Add(ev session.Event) ([]Entry, error) {
 			b.reasoning.WriteString(p.Delta.Reasoning)
 			e.Kind, e.Text = ReasoningDelta, p.Delta.Reasoning
 		default:
-			return nil, nil
+			return dst, nil
 		}
 		e.Turn, e.Step = p.Turn, p.Step
 	case *session.AssistantMessage:
-		return b.assistant(ev.Seq, p), nil
+		return b.assistant(dst, ev.Seq, p), nil
 	case *session.ToolCall:
 		c := b.call(p.CallID)
 		e.Kind, e.Turn, e.Step = ToolStarted, p.Turn, p.Step
@@ -272,14 +280,14 @@ func (b *Builder) Add(ev session.Event) ([]Entry, error) {
 		} else {
 			e.Tool.Diff = resultDiff(c.name, p.Meta, c.diff)
 		}
-		out := []Entry{e}
+		dst = append(dst, e)
 		if c.name == "todo" && !p.IsError {
 			if items, ok := planOf(p.Meta); ok {
-				out = append(out, Entry{Seq: ev.Seq, Kind: Plan, Turn: p.Turn, Step: p.Step, Plan: items})
+				dst = append(dst, Entry{Seq: ev.Seq, Kind: Plan, Turn: p.Turn, Step: p.Step, Plan: items})
 			}
 		}
 		delete(b.calls, p.CallID)
-		return out, nil
+		return dst, nil
 	case *session.ToolApproval:
 		e.Kind, e.Turn, e.Step, e.Text = Approval, p.Turn, p.Step, p.Reason
 		e.Tool = &Tool{CallID: p.CallID, Name: b.call(p.CallID).name, Decision: p.Decision, By: p.By}
@@ -307,7 +315,7 @@ func (b *Builder) Add(ev session.Event) ([]Entry, error) {
 	default:
 		e.Kind, e.Text = Unknown, string(ev.Type)
 	}
-	return []Entry{e}, nil
+	return append(dst, e), nil
 }
 
 func (b *Builder) call(id string) *callInfo {
@@ -328,17 +336,8 @@ func (b *Builder) tool(id, name, args string) *Tool {
 	return &Tool{CallID: id, Name: name, Arguments: args, Title: title, Kind: kind, Paths: paths, Diff: diff}
 }
 
-func (b *Builder) assistant(seq int64, p *session.AssistantMessage) []Entry {
-	var out []Entry
-	var reasoning, txt strings.Builder
-	for _, part := range p.Content {
-		switch part.Type {
-		case llm.PartReasoning:
-			reasoning.WriteString(part.Text)
-		case llm.PartText:
-			txt.WriteString(part.Text)
-		}
-	}
+func (b *Builder) assistant(out []Entry, seq int64, p *session.AssistantMessage) []Entry {
+	reasoning, txt := joinText(p.Content, llm.PartReasoning), joinText(p.Content, llm.PartText)
 	streamed := func(sb *strings.Builder, final string) int {
 		s := sb.String()
 		sb.Reset()
@@ -347,12 +346,12 @@ func (b *Builder) assistant(seq int64, p *session.AssistantMessage) []Entry {
 		}
 		return 0
 	}
-	rs, ts := streamed(&b.reasoning, reasoning.String()), streamed(&b.text, txt.String())
-	if reasoning.Len() > 0 {
-		out = append(out, Entry{Seq: seq, Kind: Reasoning, Turn: p.Turn, Step: p.Step, Text: reasoning.String(), Streamed: rs})
+	rs, ts := streamed(&b.reasoning, reasoning), streamed(&b.text, txt)
+	if reasoning != "" {
+		out = append(out, Entry{Seq: seq, Kind: Reasoning, Turn: p.Turn, Step: p.Step, Text: reasoning, Streamed: rs})
 	}
 	u := p.Usage
-	out = append(out, Entry{Seq: seq, Kind: Assistant, Turn: p.Turn, Step: p.Step, Text: txt.String(),
+	out = append(out, Entry{Seq: seq, Kind: Assistant, Turn: p.Turn, Step: p.Step, Text: txt,
 		Streamed: ts, Usage: &u, Interrupted: p.Interrupted})
 	for _, c := range p.ToolCalls {
 		t := b.tool(c.ID, c.Name, c.Arguments)
@@ -362,6 +361,28 @@ func (b *Builder) assistant(seq int64, p *session.AssistantMessage) []Entry {
 		out = append(out, Entry{Seq: seq, Kind: ToolCall, Turn: p.Turn, Step: p.Step, Tool: t})
 	}
 	return out
+}
+
+// joinText is the text of the parts of type t, concatenated (the part's
+// own string when there is one: most messages have one part of a kind).
+func joinText(parts []llm.Part, t string) string {
+	one, n := "", 0
+	for _, p := range parts {
+		if p.Type == t && p.Text != "" {
+			one = p.Text
+			n++
+		}
+	}
+	if n < 2 {
+		return one
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		if p.Type == t {
+			sb.WriteString(p.Text)
+		}
+	}
+	return sb.String()
 }
 
 // modelOf reads turn, step and model from a request/header's leading
@@ -427,6 +448,9 @@ func Build(events []session.Event) ([]Entry, error) {
 
 // text concatenates the text parts of content; other parts are named.
 func text(content []llm.Part) string {
+	if len(content) == 1 && content[0].Type == llm.PartText {
+		return content[0].Text
+	}
 	var b strings.Builder
 	for _, p := range content {
 		switch p.Type {
