@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 type harness struct {
 	t      *testing.T
 	st     store.Store
+	opens  atomic.Int32 // agents started (Config.Open calls)
 	conn   *sdk.ClientSideConnection
 	client *recClient
 	toSrv  *io.PipeWriter // the client's side of the server's stdin
@@ -113,11 +115,19 @@ func serve(t *testing.T, model llm.Provider) *harness { return serveAsking(t, mo
 // is set, and reports the answer on it.
 func serveAsking(t *testing.T, model llm.Provider, ask chan acp.TrustAnswer) *harness {
 	t.Helper()
-	h := &harness{t: t, st: memstore.New(memstore.Options{}), served: make(chan error, 1), dir: t.TempDir()}
+	return serveOn(t, memstore.New(memstore.Options{}), t.TempDir(), model, ask)
+}
+
+// serveOn is serveAsking on store st, with sessions in dir: a second
+// server on the same store is another rein process.
+func serveOn(t *testing.T, st store.Store, dir string, model llm.Provider, ask chan acp.TrustAnswer) *harness {
+	t.Helper()
+	h := &harness{t: t, st: st, served: make(chan error, 1), dir: dir}
 	cfg := acp.Config{
 		Store:  h.st,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Open: func(ctx context.Context, req acp.OpenRequest) (*acp.Opened, error) {
+			h.opens.Add(1)
 			if ask != nil {
 				ans, _ := req.Ask.AskTrust(ctx, "Trust the workspace?", "Its hooks would run.")
 				ask <- ans

@@ -90,11 +90,11 @@ func sampleUpdates(t *testing.T) []sdk.SessionUpdate {
 			t.Fatal(err)
 		}
 		for i := range es {
-			out = append(out, m.updates(&es[i])...)
+			out = m.appendUpdates(out, &es[i])
 		}
 	}
 	blocked := transcript.BlockedEntry("m9", llm.Text("rm"), session.Source{Kind: session.SourceUser}, "no")
-	out = append(out, m.updates(&blocked)...)
+	out = m.appendUpdates(out, &blocked)
 	out = append(out,
 		sdk.SessionUpdate{AvailableCommandsUpdate: &sdk.SessionAvailableCommandsUpdate{AvailableCommands: commands, SessionUpdate: "available_commands_update"}},
 		sdk.UpdateToolCall("c9", sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolTerminalRef("t1")})),

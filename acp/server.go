@@ -5,20 +5,25 @@
 //
 // Every session/update it sends comes from the one translator of log events
 // to what a person sees (package transcript): session/load replays the
-// whole log through it before answering, and live turns stream through the
-// same mapping, so a reopened conversation looks as it did live. What a
+// whole log through it before answering, streaming the stored session
+// (store.Stream: every line validated, never the whole log in memory), and
+// live turns stream through the same mapping, so a reopened conversation
+// looks as it did live. What a
 // person typed is a user message; context injected by other sources, hook
 // outcomes, steering, compaction summaries, blocked prompts and crash
 // repairs are labelled notices, never merged into the user's words. The
 // mapping, the extension methods (_rein/steer, _rein/inject) and the
 // choices behind them are in docs/acp.md.
 //
-// Concurrency: the SDK runs each request on its own goroutine. A session has
-// one follower goroutine that reads the agent's log (Agent.Events) and
-// writes its updates; prompt handlers wait for the follower to pass their
-// turn's end, so a response always follows the updates of its turn. Prompts
-// of one session run one at a time: a prompt that arrives while another runs
-// waits for it (docs/acp.md). stdout carries protocol lines only.
+// Concurrency: the SDK runs each request on its own goroutine. A session's
+// agent starts at its first use (a prompt, an inject, a steer), also for a
+// loaded session, whose replay needs none. From then on the session has one
+// follower goroutine that reads the agent's log (Agent.Events) from where
+// the replay stopped and writes its updates; prompt handlers wait for the
+// follower to pass their turn's end, so a response always follows the
+// updates of its turn. Prompts of one session run one at a time: a prompt
+// that arrives while another runs waits for it (docs/acp.md). stdout
+// carries protocol lines only.
 //
 // This package sits above agent: it imports agent, transcript, session,
 // store, tool and llm, never a concrete store, provider, tool set or the
@@ -62,7 +67,9 @@ type Config struct {
 	// approvals. Errors wrapping store.ErrNotFound and store.ErrLocked are
 	// answered as such.
 	Open func(ctx context.Context, req OpenRequest) (*Opened, error)
-	// Store, when set, backs session/list.
+	// Store, when set, backs session/list and session/load, which
+	// replays a stored session from it (streaming, without opening the
+	// agent). Without it loadSession is not advertised.
 	Store store.Store
 	// Name and Version identify the agent in initialize.
 	Name, Version string
@@ -255,7 +262,7 @@ func (s *Server) Initialize(_ context.Context, p sdk.InitializeRequest) (sdk.Ini
 	return sdk.InitializeResponse{
 		ProtocolVersion: ProtocolVersion,
 		AgentCapabilities: sdk.AgentCapabilities{
-			LoadSession:         true,
+			LoadSession:         s.cfg.Store != nil,
 			PromptCapabilities:  sdk.PromptCapabilities{Image: s.cfg.Images, EmbeddedContext: true},
 			McpCapabilities:     sdk.McpCapabilities{Http: true, Sse: true},
 			SessionCapabilities: sc,
@@ -333,79 +340,108 @@ func (s *Server) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.N
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(ss.id), Modes: ss.modes()}, nil
 }
 
-// LoadSession opens a stored session and replays it whole as
-// session/update notifications before answering.
+// LoadSession replays a stored session whole, as session/update
+// notifications, before answering. The replay streams the stored log
+// (store.Stream: every line validated, a piece at a time) through the
+// translator; the session's agent, which loads the log in full, starts at
+// its first use, as a new session's does, and follows the log from where
+// the replay stopped (see sess.ensure).
 func (s *Server) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
-	ss, err := s.resume(ctx, p.SessionId, p.Cwd, p.McpServers)
+	if s.cfg.Store == nil {
+		return sdk.LoadSessionResponse{}, sdk.NewMethodNotFound("session/load")
+	}
+	id, done, err := s.reserve(p.SessionId, p.Cwd)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	n, err := ss.replay(ctx)
-	if err != nil {
-		s.drop(ss)
+	defer done()
+	ss := newSession(s, p.Cwd)
+	ss.id = id
+	if err := ss.replay(ctx); err != nil {
+		return sdk.LoadSessionResponse{}, err
+	}
+	ss.pending = &OpenRequest{SessionID: id, Cwd: p.Cwd, MCPServers: p.McpServers}
+	if err := s.register(ss); err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
 	ss.announce()
-	ss.start(n)
 	return sdk.LoadSessionResponse{Modes: ss.modes()}, nil
 }
 
-// ResumeSession opens a stored session without replaying it.
+// ResumeSession opens a stored session without replaying it: the client
+// shows the history already. Its agent starts now (crash repair, the trust
+// question) and follows the log from its end.
 func (s *Server) ResumeSession(ctx context.Context, p sdk.ResumeSessionRequest) (sdk.ResumeSessionResponse, error) {
-	ss, err := s.resume(ctx, p.SessionId, p.Cwd, p.McpServers)
+	id, done, err := s.reserve(p.SessionId, p.Cwd)
 	if err != nil {
 		return sdk.ResumeSessionResponse{}, err
 	}
-	n := ss.ag.Len()
-	ss.skip(n)
-	ss.start(n)
-	return sdk.ResumeSessionResponse{Modes: ss.modes()}, nil
-}
-
-func (s *Server) resume(ctx context.Context, id sdk.SessionId, cwd string, mcp []sdk.McpServer) (*sess, error) {
-	if err := s.authError(); err != nil {
-		return nil, err
-	}
-	if err := checkCwd(cwd); err != nil {
-		return nil, err
-	}
-	if id == "" {
-		return nil, invalidParams("sessionId is required")
-	}
-	s.mu.Lock()
-	if s.sessions[string(id)] != nil || s.loading[string(id)] {
-		s.mu.Unlock()
-		return nil, invalidParams("session %q is already open on this connection", id)
-	}
-	s.loading[string(id)] = true
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.loading, string(id))
-		s.mu.Unlock()
-	}()
-	return s.open(ctx, string(id), cwd, mcp)
-}
-
-// open starts a stored session's agent and registers it.
-func (s *Server) open(ctx context.Context, id, cwd string, mcp []sdk.McpServer) (*sess, error) {
-	ss := newSession(s, cwd)
+	defer done()
+	ss := newSession(s, p.Cwd)
 	ss.id = id
-	if err := ss.openAgent(ctx, OpenRequest{SessionID: id, Cwd: cwd, MCPServers: mcp}); err != nil {
-		return nil, err
+	if err := ss.openAgent(ctx, OpenRequest{SessionID: id, Cwd: p.Cwd, MCPServers: p.McpServers}); err != nil {
+		return sdk.ResumeSessionResponse{}, err
 	}
 	if ss.op.Mode != "" {
 		ss.mode = ss.op.Mode // answered with the session
 	}
-	s.mu.Lock()
-	if s.ctx.Err() != nil {
-		s.mu.Unlock()
+	if err := s.register(ss); err != nil {
 		_ = ss.close(context.Background())
-		return nil, sdk.NewInternalError(map[string]any{"error": "the connection closed"})
+		return sdk.ResumeSessionResponse{}, err
+	}
+	// Every turn of an opened log is closed (crash repair closed a
+	// crashed one), so the translator needs nothing of what came before.
+	ss.start(ss.ag.Len())
+	return sdk.ResumeSessionResponse{Modes: ss.modes()}, nil
+}
+
+// reserve checks a load or resume request and marks its session as being
+// opened on this connection until done is called.
+func (s *Server) reserve(sid sdk.SessionId, cwd string) (id string, done func(), err error) {
+	if err := s.authError(); err != nil {
+		return "", nil, err
+	}
+	if err := checkCwd(cwd); err != nil {
+		return "", nil, err
+	}
+	if sid == "" {
+		return "", nil, invalidParams("sessionId is required")
+	}
+	id = string(sid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[id] != nil || s.loading[id] {
+		return "", nil, invalidParams("session %q is already open on this connection", id)
+	}
+	s.loading[id] = true
+	return id, func() {
+		s.mu.Lock()
+		delete(s.loading, id)
+		s.mu.Unlock()
+	}, nil
+}
+
+// register adds a loaded or resumed session to the connection's.
+func (s *Server) register(ss *sess) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return sdk.NewInternalError(map[string]any{"error": "the connection closed"})
 	}
 	s.sessions[ss.id] = ss
-	s.mu.Unlock()
-	return ss, nil
+	return nil
+}
+
+// storeError is the answer to a store's refusal to open or read session
+// id.
+func storeError(id string, err error) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return &sdk.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"error": fmt.Sprintf("no session %q in the store", id)}}
+	case errors.Is(err, store.ErrLocked):
+		return sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("session %q is open in another rein process", id)})
+	}
+	return sdk.NewInternalError(map[string]any{"error": err.Error()})
 }
 
 // openAgent asks Config.Open for the session's agent, with the client's
@@ -423,23 +459,11 @@ func (ss *sess) openAgent(ctx context.Context, req OpenRequest) error {
 		req.Terminal = &Terminal{s: ss}
 	}
 	op, err := s.cfg.Open(ctx, req)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return &sdk.RequestError{Code: -32002, Message: "Resource not found", Data: map[string]any{"error": fmt.Sprintf("no session %q in the store", req.SessionID)}}
-	case errors.Is(err, store.ErrLocked):
-		return sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("session %q is open in another rein process", req.SessionID)})
-	case err != nil:
-		return sdk.NewInternalError(map[string]any{"error": err.Error()})
+	if err != nil {
+		return storeError(req.SessionID, err)
 	}
 	ss.opened(op)
 	return nil
-}
-
-func (s *Server) drop(ss *sess) {
-	s.mu.Lock()
-	delete(s.sessions, ss.id)
-	s.mu.Unlock()
-	_ = ss.close(context.Background())
 }
 
 // CloseSession cancels the session's work and releases it.

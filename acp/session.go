@@ -12,6 +12,7 @@ import (
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/transcript"
 )
 
@@ -21,20 +22,30 @@ type sess struct {
 	srv *Server
 	id  string
 	cwd string
-	// ag and op are set once the agent started: at open for a stored
-	// session, at first use (ensure) for a new one, from pending.
+	// ag and op are set once the agent started: at session/resume, or at
+	// first use (ensure) of a new or loaded session, from pending.
 	ag      *agent.Agent
 	op      *Opened
 	pending *OpenRequest
 	mode    string // the permission mode in force (or to apply at start)
 	startMu sync.Mutex
+	// replayed is where a loaded session's replay stopped: the follower
+	// starts there once the agent runs. last is the last event it showed,
+	// to tell the log the agent loads from one changed meanwhile; stale
+	// is set once it was.
+	replayed int64
+	last     eventMark
+	stale    error
 
 	// sem admits one prompt at a time.
 	sem chan struct{}
 
 	// b is the follower's translator: replay runs it first (no deltas),
-	// then the follower goroutine owns it (Stream).
-	b transcript.Builder
+	// then the follower goroutine owns it (Stream), and with it the
+	// slices emit reuses for every event.
+	b       transcript.Builder
+	entries []transcript.Entry
+	updates []sdk.SessionUpdate
 
 	mu        sync.Mutex
 	cond      *sync.Cond
@@ -89,7 +100,22 @@ func (s *sess) ensure(ctx context.Context) error {
 	if s.pending == nil {
 		return sdk.NewInternalError(map[string]any{"error": "the session has no agent"})
 	}
+	if s.stale != nil {
+		return s.stale
+	}
 	if err := s.openAgent(ctx, *s.pending); err != nil {
+		return err
+	}
+	if err := s.continues(ctx); err != nil {
+		// Not this session's history: release it untouched by this
+		// connection, and say so from now on.
+		_ = s.ag.Close(context.Background())
+		if s.op.Close != nil {
+			_ = s.op.Close()
+		}
+		s.mu.Lock()
+		s.ag, s.op, s.stale = nil, nil, err
+		s.mu.Unlock()
 		return err
 	}
 	s.pending = nil
@@ -108,7 +134,50 @@ func (s *sess) ensure(ctx context.Context) error {
 		u := sdk.SessionUpdate{CurrentModeUpdate: &sdk.SessionCurrentModeUpdate{CurrentModeId: sdk.SessionModeId(s.op.Mode), SessionUpdate: "current_mode_update"}}
 		s.write(appendNotification(nil, s.id, &u))
 	}
-	s.start(0)
+	s.start(s.replayed)
+	return nil
+}
+
+// eventMark tells an event of a log from another at the same seq: its
+// seq, type, time and size (a replay marks every event it shows, so the
+// mark costs no pass over the data).
+type eventMark struct {
+	seq  int64 // -1: none
+	typ  session.Type
+	ms   int64
+	size int
+}
+
+func markOf(ev session.Event) eventMark {
+	return eventMark{seq: ev.Seq, typ: ev.Type, ms: ev.Time.UnixMilli(), size: len(ev.Data)}
+}
+
+// continues checks that the log the agent loaded continues the one a
+// session/load replayed: it holds at least the events replayed, the last
+// shown being the same event. Another process may have used the session
+// between the replay and now; events it added are shown by the follower,
+// but a log that was replaced or cut (a repair by hand, a delete and an
+// import) is not the history the client shows, and the session must be
+// loaded again.
+func (s *sess) continues(ctx context.Context) error {
+	if s.replayed == 0 {
+		return nil
+	}
+	changed := sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("session %q changed since it was loaded (its log no longer holds the events shown): load it again", s.id)})
+	if s.ag.Len() < s.replayed {
+		return changed
+	}
+	if s.last.seq < 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for ev, err := range s.ag.Events(ctx, s.last.seq) {
+		if err != nil || markOf(ev) != s.last {
+			return changed
+		}
+		break
+	}
 	return nil
 }
 
@@ -174,62 +243,55 @@ func (s *sess) write(b []byte) {
 // replayBatch is how many bytes of updates replay gathers per write.
 const replayBatch = 64 << 10
 
-// replay sends every event of the log, as it stands now, as updates and
-// returns the seq where live following starts.
-func (s *sess) replay(ctx context.Context) (int64, error) {
-	n := s.ag.Len()
-	if n == 0 {
-		return 0, nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// replay streams the stored session from the store, every line validated,
+// and writes the updates of every event, the events crash repair would add
+// included (nothing is written to the log: the agent writes the repair when
+// it starts). Only the translator's state (the open calls, the step's text)
+// is held, never the log. A session a writer holds (running in another
+// process) is refused before anything is sent.
+func (s *sess) replay(ctx context.Context) error {
 	var buf []byte
-	for ev, err := range s.ag.Events(ctx, 0) {
-		if err != nil {
-			return 0, sdk.NewInternalError(map[string]any{"error": "replay: " + err.Error()})
-		}
-		buf = s.emit(buf, ev)
+	s.last.seq = -1
+	visit := func(ev session.Event, p session.Payload) error {
+		buf = s.emitDecoded(buf, ev, p)
+		s.last = markOf(ev)
 		if len(buf) >= replayBatch {
 			s.write(buf)
 			buf = buf[:0]
 		}
-		if ev.Seq+1 >= n {
-			break
-		}
+		return nil
+	}
+	res, err := store.Stream(ctx, s.srv.cfg.Store, s.id, store.StreamOptions{SkipChunks: true, RefuseHeld: true}, visit)
+	if err != nil {
+		s.write(buf)
+		return storeError(s.id, err)
+	}
+	for _, ev := range res.Repair {
+		_ = visit(ev, nil)
 	}
 	s.write(buf)
-	s.mu.Lock()
-	s.pos = n
-	s.mu.Unlock()
-	return n, nil
-}
-
-// skip moves the translator past the log without sending it (session/resume).
-func (s *sess) skip(n int64) {
-	ctx, cancel := context.WithCancel(s.srv.ctx)
-	defer cancel()
-	if n == 0 {
-		return
-	}
-	for ev, err := range s.ag.Events(ctx, 0) {
-		if err != nil {
-			return
-		}
-		_, _ = s.b.Add(ev)
-		if ev.Seq+1 >= n {
-			break
-		}
+	if res.Locked != nil {
+		// A writer took the session while it was read: its open turn is
+		// running, not interrupted.
+		return storeError(s.id, res.Locked)
 	}
 	s.mu.Lock()
-	s.pos = n
+	s.replayed = res.Events + int64(len(res.Repair))
+	s.pos = s.replayed
 	s.mu.Unlock()
+	return nil
 }
 
 // emit translates one event and appends its notifications to buf; it
 // updates what waiters watch (the open turn, the calls shown) and moves the
 // waiter of a turn that ended to s.finished, released once buf is written.
-func (s *sess) emit(buf []byte, ev session.Event) []byte {
-	es, err := s.b.Add(ev)
+func (s *sess) emit(buf []byte, ev session.Event) []byte { return s.emitDecoded(buf, ev, nil) }
+
+// emitDecoded is emit for an event whose payload p is decoded already
+// (nil: not yet).
+func (s *sess) emitDecoded(buf []byte, ev session.Event, p session.Payload) []byte {
+	es, err := s.b.AppendEntries(s.entries[:0], ev, p)
+	s.entries = es
 	if err != nil {
 		s.srv.log.Warn("acp: event not shown", "session", s.id, "seq", ev.Seq, "err", err)
 		return buf
@@ -241,8 +303,9 @@ func (s *sess) emit(buf []byte, ev session.Event) []byte {
 	defer s.mu.Unlock()
 	for i := range es {
 		e := &es[i]
-		for _, u := range s.m.updates(e) {
-			buf = appendNotification(buf, s.id, &u)
+		s.updates = s.m.appendUpdates(s.updates[:0], e)
+		for j := range s.updates {
+			buf = appendNotification(buf, s.id, &s.updates[j])
 		}
 		switch e.Kind {
 		case transcript.ToolCall:
@@ -342,7 +405,7 @@ func (s *sess) live(l agent.Live) {
 		e := transcript.BlockedEntry(l.Message.ID, l.Message.Content, l.Message.Source, l.Reason)
 		var buf []byte
 		s.mu.Lock()
-		for _, u := range s.m.updates(&e) {
+		for _, u := range s.m.appendUpdates(nil, &e) {
 			buf = appendNotification(buf, s.id, &u)
 		}
 		s.mu.Unlock()

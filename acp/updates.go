@@ -147,15 +147,15 @@ var toolStatus = map[transcript.Status]sdk.ToolCallStatus{
 	transcript.Failed:    sdk.ToolCallStatusFailed,
 }
 
-// updates returns the session updates of one entry (live or replayed).
-func (m *mapper) updates(e *transcript.Entry) []sdk.SessionUpdate {
+// appendUpdates appends the session updates of one entry (live or
+// replayed) to out.
+func (m *mapper) appendUpdates(out []sdk.SessionUpdate, e *transcript.Entry) []sdk.SessionUpdate {
 	switch e.Kind {
 	case transcript.User:
 		if m.echo[e.ID] {
 			delete(m.echo, e.ID)
-			return nil
+			return out
 		}
-		var out []sdk.SessionUpdate
 		for _, p := range e.Content {
 			if b, ok := block(p); ok {
 				out = append(out, sdk.SessionUpdate{UserMessageChunk: &sdk.SessionUpdateUserMessageChunk{Content: b, SessionUpdate: "user_message_chunk"}})
@@ -167,26 +167,26 @@ func (m *mapper) updates(e *transcript.Entry) []sdk.SessionUpdate {
 		if e.Source.Kind == session.SourceSessionRef {
 			title = "Session reference " + e.Source.Name
 		}
-		return one(notice(noticeID("context", e.Seq), title, sdk.ToolCallStatusCompleted, partsContent(e.Content), reinMeta(e, "context")))
+		return append(out, notice(noticeID("context", e.Seq), title, sdk.ToolCallStatusCompleted, partsContent(e.Content), reinMeta(e, "context")))
 	case transcript.Steering:
-		return one(notice(noticeID("steering", e.Seq), "Steering from "+transcript.Label(*e.Source), sdk.ToolCallStatusCompleted, partsContent(e.Content), reinMeta(e, "steering")))
+		return append(out, notice(noticeID("steering", e.Seq), "Steering from "+transcript.Label(*e.Source), sdk.ToolCallStatusCompleted, partsContent(e.Content), reinMeta(e, "steering")))
 	case transcript.Summary:
 		title := fmt.Sprintf("Compaction summary (replaces #%d–#%d)", e.Replaces.Start, e.Replaces.End)
-		return one(notice(noticeID("summary", e.Seq), title, sdk.ToolCallStatusCompleted, partsContent(e.Content), reinMeta(e, "summary")))
+		return append(out, notice(noticeID("summary", e.Seq), title, sdk.ToolCallStatusCompleted, partsContent(e.Content), reinMeta(e, "summary")))
 	case transcript.Blocked:
 		text := "The prompt was not run and is not part of the session: " + e.Error
-		return one(notice("rein-blocked-"+e.ID, "Prompt blocked", sdk.ToolCallStatusFailed, textContent(text), reinMeta(e, "blocked")))
+		return append(out, notice("rein-blocked-"+e.ID, "Prompt blocked", sdk.ToolCallStatusFailed, textContent(text), reinMeta(e, "blocked")))
 	case transcript.Reasoning, transcript.ReasoningDelta:
 		if t := e.Text[e.Streamed:]; t != "" {
-			return one(sdk.SessionUpdate{AgentThoughtChunk: &sdk.SessionUpdateAgentThoughtChunk{Content: sdk.TextBlock(t), SessionUpdate: "agent_thought_chunk"}})
+			return append(out, sdk.SessionUpdate{AgentThoughtChunk: &sdk.SessionUpdateAgentThoughtChunk{Content: sdk.TextBlock(t), SessionUpdate: "agent_thought_chunk"}})
 		}
 	case transcript.Assistant, transcript.AssistantDelta:
 		if t := e.Text[e.Streamed:]; t != "" {
-			return one(sdk.SessionUpdate{AgentMessageChunk: &sdk.SessionUpdateAgentMessageChunk{Content: sdk.TextBlock(t), SessionUpdate: "agent_message_chunk"}})
+			return append(out, sdk.SessionUpdate{AgentMessageChunk: &sdk.SessionUpdateAgentMessageChunk{Content: sdk.TextBlock(t), SessionUpdate: "agent_message_chunk"}})
 		}
 	case transcript.ToolCall:
 		t := e.Tool
-		return one(sdk.SessionUpdate{ToolCall: &sdk.SessionUpdateToolCall{
+		return append(out, sdk.SessionUpdate{ToolCall: &sdk.SessionUpdateToolCall{
 			ToolCallId: sdk.ToolCallId(t.CallID), Title: t.Title, Kind: toolKind(t.Kind), Status: sdk.ToolCallStatusPending,
 			RawInput: rawInput(t.Arguments), Locations: locations(t.Paths), Content: diffContent(t.Diff), SessionUpdate: "tool_call",
 		}})
@@ -196,7 +196,7 @@ func (m *mapper) updates(e *transcript.Entry) []sdk.SessionUpdate {
 		if t.Rewritten {
 			u.Title, u.RawInput, u.Content = sdk.Ptr(t.Title+" (input rewritten by a hook)"), rawInput(t.Arguments), diffContent(t.Diff)
 		}
-		return one(sdk.SessionUpdate{ToolCallUpdate: u})
+		return append(out, sdk.SessionUpdate{ToolCallUpdate: u})
 	case transcript.ToolResult:
 		t := e.Tool
 		content := diffContent(t.Diff)
@@ -205,7 +205,7 @@ func (m *mapper) updates(e *transcript.Entry) []sdk.SessionUpdate {
 			text, _, _ = strings.Cut(text, "\n") // the diff shows the change
 		}
 		content = append(content, textContent(text)...)
-		return one(sdk.SessionUpdate{ToolCallUpdate: &sdk.SessionToolCallUpdate{
+		return append(out, sdk.SessionUpdate{ToolCallUpdate: &sdk.SessionToolCallUpdate{
 			ToolCallId: sdk.ToolCallId(t.CallID), Status: sdk.Ptr(toolStatus[t.Status]), Content: content, SessionUpdate: "tool_call_update",
 		}})
 	case transcript.Plan:
@@ -219,35 +219,33 @@ func (m *mapper) updates(e *transcript.Entry) []sdk.SessionUpdate {
 			}
 			entries = append(entries, sdk.PlanEntry{Content: it.Content, Priority: sdk.PlanEntryPriorityMedium, Status: st})
 		}
-		return one(sdk.SessionUpdate{Plan: &sdk.SessionUpdatePlan{Entries: entries, SessionUpdate: "plan"}})
+		return append(out, sdk.SessionUpdate{Plan: &sdk.SessionUpdatePlan{Entries: entries, SessionUpdate: "plan"}})
 	case transcript.Hook:
 		switch e.Tool.Decision {
 		case "block", "deny":
 			title := fmt.Sprintf("Hook %s (%s): %s", e.Text, e.Tool.Name, e.Tool.Decision)
-			return one(notice(noticeID("hook", e.Seq), title, sdk.ToolCallStatusFailed, textContent(e.Error), reinMeta(e, "hook")))
+			return append(out, notice(noticeID("hook", e.Seq), title, sdk.ToolCallStatusFailed, textContent(e.Error), reinMeta(e, "hook")))
 		}
 	case transcript.Compaction:
 		if e.Error != "" {
-			return one(notice(noticeID("compaction", e.Seq), "Compaction failed", sdk.ToolCallStatusFailed, textContent(e.Error), reinMeta(e, "compaction")))
+			return append(out, notice(noticeID("compaction", e.Seq), "Compaction failed", sdk.ToolCallStatusFailed, textContent(e.Error), reinMeta(e, "compaction")))
 		}
 	case transcript.TurnEnd:
 		switch e.Reason.Kind {
 		case session.ReasonCompleted, session.ReasonInterrupted: // the repair notice says it
-			return nil
+			return out
 		}
 		status := sdk.ToolCallStatusCompleted
 		if e.Reason.Kind == session.ReasonError {
 			status = sdk.ToolCallStatusFailed
 		}
 		title := fmt.Sprintf("Turn %d ended: %s", e.Turn, transcript.ReasonText(*e.Reason))
-		return one(notice(noticeID("turn", e.Seq), title, status, nil, reinMeta(e, "turn-end")))
+		return append(out, notice(noticeID("turn", e.Seq), title, status, nil, reinMeta(e, "turn-end")))
 	case transcript.Repair:
-		return one(notice(noticeID("repair", e.Seq), "Session repaired", sdk.ToolCallStatusCompleted, textContent(e.Text), reinMeta(e, "repair")))
+		return append(out, notice(noticeID("repair", e.Seq), "Session repaired", sdk.ToolCallStatusCompleted, textContent(e.Text), reinMeta(e, "repair")))
 	case transcript.Title:
 		t := e.Text
-		return one(sdk.SessionUpdate{SessionInfoUpdate: &sdk.SessionSessionInfoUpdate{Title: &t, SessionUpdate: "session_info_update"}})
+		return append(out, sdk.SessionUpdate{SessionInfoUpdate: &sdk.SessionSessionInfoUpdate{Title: &t, SessionUpdate: "session_info_update"}})
 	}
-	return nil
+	return out
 }
-
-func one(u sdk.SessionUpdate) []sdk.SessionUpdate { return []sdk.SessionUpdate{u} }
