@@ -118,22 +118,24 @@ func StreamFile(ctx context.Context, name string, r io.ReaderAt, size int64, hel
 		pieceSize = 1 << 20
 	}
 	f := fileReader{r: r, size: size, buf: make([]byte, 0, min(int64(pieceSize), max(size, 1)))}
+	defer f.wait()
 	// The header.
 	nl := -1
 	for nl < 0 {
-		more, err := f.fill()
-		if err != nil {
-			return nil, fmt.Errorf("%w: read %s: %v", ErrUnreadable, name, err)
-		}
-		if nl = bytes.IndexByte(f.buf, '\n'); nl < 0 && !more {
+		if !f.more() {
 			return nil, &LineError{File: name, Line: 1, Err: fmt.Errorf("%w: no complete header line", session.ErrCorrupt)}
 		}
+		f.prefetch(0)
+		if err := f.advance(0); err != nil {
+			return nil, fmt.Errorf("%w: read %s: %v", ErrUnreadable, name, err)
+		}
+		nl = bytes.IndexByte(f.buf, '\n')
 	}
 	h, err := ParseHeader(f.buf[:nl])
 	if err != nil {
 		return nil, &LineError{File: name, Line: 1, Err: err}
 	}
-	f.drop(nl + 1)
+	f.buf, f.off = f.buf[nl+1:], f.off+int64(nl+1)
 	out.Header = h
 
 	v := session.NewValidator(h)
@@ -159,41 +161,44 @@ func StreamFile(ctx context.Context, name string, r io.ReaderAt, size int64, hel
 			}
 			return LoadError(name, v.Len(), 2, err)
 		}
-		f.drop(n)
 		return nil
 	}
 	// Only at the end can the final line be judged torn, so the last
-	// complete line read is held back until more follow it.
+	// complete line read is held back until more follow it. The next
+	// piece is read while this one is validated.
+	var fed int64 // the end of what was fed
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		more, err := f.fill()
-		if err != nil {
-			return nil, fmt.Errorf("%w: read %s: %v", ErrUnreadable, name, err)
-		}
 		complete := bytes.LastIndexByte(f.buf, '\n') + 1
-		if more {
-			// All but the last complete line.
-			if complete > 0 {
-				if err := feed(bytes.LastIndexByte(f.buf[:complete-1], '\n') + 1); err != nil {
-					return nil, err
+		if !f.more() {
+			out.TornBytes = len(f.buf) - complete
+			if out.TornBytes == 0 && complete > 0 {
+				last := f.buf[bytes.LastIndexByte(f.buf[:complete-1], '\n')+1 : complete]
+				if LostWrite(last[:len(last)-1]) {
+					out.TornBytes, out.TornZeros = len(last), true
+					complete -= len(last)
 				}
 			}
-			continue
-		}
-		out.TornBytes = len(f.buf) - complete
-		if out.TornBytes == 0 && complete > 0 {
-			last := f.buf[bytes.LastIndexByte(f.buf[:complete-1], '\n')+1 : complete]
-			if LostWrite(last[:len(last)-1]) {
-				out.TornBytes, out.TornZeros = len(last), true
-				complete -= len(last)
+			if err := feed(complete); err != nil {
+				return nil, err
 			}
+			fed = f.off + int64(complete)
+			break
 		}
-		if err := feed(complete); err != nil {
+		// All but the last complete line.
+		n := 0
+		if complete > 0 {
+			n = bytes.LastIndexByte(f.buf[:complete-1], '\n') + 1
+		}
+		f.prefetch(n)
+		if err := feed(n); err != nil {
 			return nil, err
 		}
-		break
+		if err := f.advance(n); err != nil {
+			return nil, fmt.Errorf("%w: read %s: %v", ErrUnreadable, name, err)
+		}
 	}
 	out.Events = v.Len()
 	from := v.RepairFrom()
@@ -208,7 +213,7 @@ func StreamFile(ctx context.Context, name string, r io.ReaderAt, size int64, hel
 	for pieces[i].seq > from {
 		i--
 	}
-	tail, err := f.reread(pieces[i].off, from, out.Events)
+	tail, err := f.reread(pieces[i].off, fed, from, out.Events)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnreadable, name, err)
 	}
@@ -218,47 +223,75 @@ func StreamFile(ctx context.Context, name string, r io.ReaderAt, size int64, hel
 	return out, nil
 }
 
-// fileReader reads a file in pieces into buf, which holds the bytes from
-// offset off on that are not dropped yet.
+// fileReader reads a file in pieces: buf holds the bytes from offset off
+// on that are not fed yet. While the validator works on buf, the next
+// piece is read into the other buffer (spare), after a copy of what buf
+// holds back.
 type fileReader struct {
-	r    io.ReaderAt
-	size int64
-	buf  []byte
-	off  int64 // the file offset of buf[0]
+	r     io.ReaderAt
+	size  int64
+	buf   []byte
+	off   int64
+	spare []byte
+	ahead chan readAhead // the read in flight, or nil
 }
 
-// fill reads more after what buf holds (growing buf when it is full:
-// a line longer than a piece) and reports whether more remains.
-func (f *fileReader) fill() (bool, error) {
-	end := f.off + int64(len(f.buf))
-	if end >= f.size {
-		return false, nil
+type readAhead struct {
+	buf []byte
+	n   int // bytes read after the copy
+	err error
+}
+
+// more reports whether the file holds bytes after buf.
+func (f *fileReader) more() bool { return f.off+int64(len(f.buf)) < f.size }
+
+// prefetch starts reading the bytes after buf into the other buffer,
+// after a copy of buf[keep:]: what the next piece carries over (a line
+// longer than a piece gets a buffer twice its size).
+func (f *fileReader) prefetch(keep int) {
+	carry, end := f.buf[keep:], f.off+int64(len(f.buf))
+	next := f.spare
+	if c := max(2*len(carry), cap(f.buf)); cap(next) < c {
+		next = make([]byte, 0, c)
 	}
-	if len(f.buf) == cap(f.buf) {
-		f.buf = append(f.buf, make([]byte, cap(f.buf))...)[:len(f.buf)]
-	}
-	want := min(int64(cap(f.buf)-len(f.buf)), f.size-end)
-	n, err := f.r.ReadAt(f.buf[len(f.buf):len(f.buf)+int(want)], end)
-	f.buf = f.buf[:len(f.buf)+n]
+	f.spare = nil
+	want := int(min(int64(cap(next)-len(carry)), f.size-end))
+	ch := make(chan readAhead, 1)
+	f.ahead = ch
+	go func() {
+		next = append(next[:0], carry...)
+		n, err := f.r.ReadAt(next[len(carry):len(carry)+want], end)
+		ch <- readAhead{next[:len(carry)+n], n, err}
+	}()
+}
+
+// advance waits for the read prefetch started and makes its buffer buf,
+// the bytes of buf before keep having been fed.
+func (f *fileReader) advance(keep int) error {
+	res := <-f.ahead
+	f.ahead = nil
+	f.off += int64(keep)
+	f.spare, f.buf = f.buf[:0], res.buf
 	switch {
-	case err == io.EOF || err == nil && n == 0:
-		f.size = end + int64(n) // the file shrank: read what there is
-	case err != nil:
-		return false, err
+	case res.err == io.EOF || res.err == nil && res.n == 0:
+		f.size = f.off + int64(len(f.buf)) // the file shrank: read what there is
+	case res.err != nil:
+		return res.err
 	}
-	return f.off+int64(len(f.buf)) < f.size, nil
+	return nil
 }
 
-// drop drops the first n bytes of buf.
-func (f *fileReader) drop(n int) {
-	f.buf = f.buf[:copy(f.buf, f.buf[n:])]
-	f.off += int64(n)
+// wait waits for a read still in flight.
+func (f *fileReader) wait() {
+	if f.ahead != nil {
+		<-f.ahead
+		f.ahead = nil
+	}
 }
 
-// reread reads the events [from, to) again, from the lines that start at
-// file offset off (the lines were validated when they were first read).
-func (f *fileReader) reread(off, from, to int64) ([]session.Event, error) {
-	end := f.off // the first byte not fed
+// reread reads the events [from, to) again, from the lines between file
+// offsets off and end (they were validated when they were first read).
+func (f *fileReader) reread(off, end, from, to int64) ([]session.Event, error) {
 	data := make([]byte, end-off)
 	if n, err := f.r.ReadAt(data, off); n < len(data) {
 		return nil, fmt.Errorf("re-read: %v", err)
