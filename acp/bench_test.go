@@ -84,11 +84,13 @@ func replayUpdates(tb testing.TB, st store.Store, id string) []sdk.SessionUpdate
 // BenchmarkReplay: session/load's replay of a 100k-event session (the
 // stored file streamed, every line validated, translated, encoded and
 // written to a pipe) against two floors measured in the same run: the
-// issue's, encoding and piping the same (precomputed) updates; and that
-// plus the validated scan of the same file that any replay from the log
-// must do (store.Stream with a function that does nothing). Memory: the
-// peak heap while replaying against the session file's size.
-// Targets: time <= 1.5x the (first) floor, memory <= 1.5x the file.
+// encoding floor, encoding and piping the same (precomputed) updates; and
+// that plus the validated scan of the same file that any replay from the
+// log must do (store.Stream validating, handing nothing on). Also: what
+// session/load did before (load, then translate) and the SDK's own
+// encoding. Memory: the peak heap while replaying against the session
+// file's size. Targets: time <= 1.5x the encoding floor, memory <= 1.5x
+// the file (docs/benchmarks.md).
 func BenchmarkReplay(b *testing.B) {
 	st, size := bigSession(b)
 	ctx := context.Background()
@@ -119,6 +121,13 @@ func BenchmarkReplay(b *testing.B) {
 		}
 		return sink.close()
 	}
+	// What session/load did before it streamed: load the log (the agent
+	// keeps it), then translate it.
+	loadThenReplay := func() {
+		sink := newPipeSink(b)
+		loadAndTranslate(b, st, sink.w)
+		sink.close()
+	}
 	timed := func(f func()) time.Duration {
 		runtime.GC()
 		t0 := time.Now()
@@ -127,7 +136,7 @@ func BenchmarkReplay(b *testing.B) {
 	}
 
 	for b.Loop() {
-		var eBest, sBest, rBest time.Duration
+		var eBest, sBest, rBest, lBest time.Duration
 		var eBytes, rBytes int64
 		for i := 0; i < 5; i++ { // alternate, keep the fastest of each
 			if d := timed(func() { eBytes = encode() }); i == 0 || d < eBest {
@@ -139,12 +148,16 @@ func BenchmarkReplay(b *testing.B) {
 			if d := timed(func() { rBytes = replay() }); i == 0 || d < rBest {
 				rBest = d
 			}
+			if d := timed(loadThenReplay); i == 0 || d < lBest {
+				lBest = d
+			}
 		}
 		if eBytes != rBytes {
 			b.Fatalf("the replay wrote %d bytes, the floor %d", rBytes, eBytes)
 		}
 		peak := replayPeak(b, st, 100)
 		live := replayPeak(b, st, 10)
+		loadedLive := peakOf(b, 10, func() { loadAndTranslate(b, st, io.Discard) })
 		b.ReportMetric(float64(len(updates)), "updates")
 		b.ReportMetric(float64(rBytes)/(1<<20), "wire-MB")
 		b.ReportMetric(float64(size)/(1<<20), "file-MB")
@@ -156,6 +169,8 @@ func BenchmarkReplay(b *testing.B) {
 		b.ReportMetric(float64(peak)/float64(size), "peak/file")
 		b.ReportMetric(float64(live)/float64(size), "live-peak/file")
 		b.ReportMetric(float64(sdkFloor(b, updates))/float64(rBest), "sdk-encode/replay")
+		b.ReportMetric(float64(lBest.Microseconds())/1000, "load+replay-ms")
+		b.ReportMetric(float64(loadedLive)/float64(size), "load+replay-live-peak/file")
 	}
 }
 
@@ -188,19 +203,30 @@ func sdkFloor(b *testing.B, updates []sdk.SessionUpdate) time.Duration {
 	return best
 }
 
-// replayPeak returns the peak heap while a replay runs, above the heap
-// before it, sampled every 200 µs, with the collector at gcPercent: at Go's
-// default 100 the heap may grow to twice the live data before a
-// collection, at 10 the peak is close to the live data.
+// replayPeak returns the peak heap while a replay of the big session
+// runs, above the heap before it (see peakOf).
 func replayPeak(tb testing.TB, st store.Store, gcPercent int) int64 {
+	sink := newPipeSink(tb)
+	defer sink.close()
+	s := replaySession(st, bench.BigID, sink.w)
+	return peakOf(tb, gcPercent, func() {
+		if err := s.replay(context.Background()); err != nil {
+			tb.Fatal(err)
+		}
+	})
+}
+
+// peakOf returns the peak heap while f runs, above the heap before it,
+// sampled every 200 µs, with the collector at gcPercent: at Go's default
+// 100 the heap may grow to twice the live data before a collection, at 10
+// the peak is close to the live data.
+func peakOf(tb testing.TB, gcPercent int, f func()) int64 {
 	defer debug.SetGCPercent(debug.SetGCPercent(gcPercent))
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	read := func() int64 {
 		metrics.Read(sample)
 		return int64(sample[0].Value.Uint64())
 	}
-	sink := newPipeSink(tb)
-	s := replaySession(st, bench.BigID, sink.w)
 	runtime.GC()
 	base := read()
 	var peak int64
@@ -222,13 +248,33 @@ func replayPeak(tb testing.TB, st store.Store, gcPercent int) int64 {
 			}
 		}
 	}()
-	if err := s.replay(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
+	f()
 	close(stop)
 	wg.Wait()
-	sink.close()
 	return peak
+}
+
+// loadAndTranslate is what session/load did before it streamed: the
+// session loaded whole (as the agent loads it), then every event of the
+// loaded log translated and written to w.
+func loadAndTranslate(tb testing.TB, st store.Store, w io.Writer) {
+	ld, err := st.Load(context.Background(), bench.BigID, store.LoadOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := replaySession(st, bench.BigID, w)
+	var buf []byte
+	for from := int64(0); from < ld.Log.Len(); from += 1024 {
+		for _, ev := range ld.Log.EventRange(from, from+1024) {
+			buf = s.emit(buf, ev)
+			if len(buf) >= replayBatch {
+				s.write(buf)
+				buf = buf[:0]
+			}
+		}
+	}
+	s.write(buf)
+	runtime.KeepAlive(ld)
 }
 
 // TestReplayMemoryBounded: replaying a large session (the benchmark's

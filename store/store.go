@@ -4,9 +4,10 @@
 //
 // A Store holds sessions as a header plus an append-only sequence of
 // session.Events. Writing needs a Writer, which holds the session's lock
-// (one writer per session across processes). Reading (Load, List) needs no
-// lock and never changes the stored log: crash repair happens in memory on
-// Load, and is written back only by a Writer (see Open).
+// (one writer per session across processes). Reading (Load, Stream, List)
+// needs no lock and never changes the stored log: crash repair happens in
+// memory on Load, and is written back only by a Writer (see Open). Stream
+// reads a session once without holding it (stream.go).
 //
 // This package imports only session (and llm through it).
 package store
