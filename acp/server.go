@@ -135,9 +135,10 @@ type Opened struct {
 	SetMode func(id string) error
 	// Mode is the permission mode the session runs in ("": Config.Mode):
 	// its workspace's configuration may say another than Config.Mode. A
-	// stored session reports it when opened; a new one, whose agent starts
-	// at first use, tells the client with a current_mode_update unless
-	// the client chose a mode meanwhile (that one is applied).
+	// resumed session reports it with the answer; a new or loaded one,
+	// whose agent starts at first use, tells the client with a
+	// current_mode_update unless the client chose a mode meanwhile (that
+	// one is applied).
 	Mode string
 }
 
