@@ -357,9 +357,12 @@ func BenchmarkAppendConcurrent(b *testing.B) {
 // session (the limit of a fork by reference). Resuming the child vs
 // resuming the parent. Targets: fork/copy <= 1.5; child/parent <= 1.2.
 //
-// Fork reads the parent's fork index sidecar (big.idx); resuming the parent
-// once first writes it when the cached session predates it. fork-noidx-ms
-// is the fallback without the sidecar (a prefix scan of the parent).
+// Fork reads the parent's fork index sidecar (big.idx) and, since a rein
+// writer (or load) validated the parent's bytes, checks their checksum
+// while copying instead of validating every line (the benchmark fails
+// otherwise); resuming the parent once first writes the sidecar when the
+// cached session predates it. fork-noidx-ms is the fallback without the
+// sidecar: a prefix scan of the parent, then every copied line validated.
 func BenchmarkFork(b *testing.B) {
 	s, path := big(b)
 	resume(s, BigID)
@@ -377,6 +380,7 @@ func BenchmarkFork(b *testing.B) {
 			}
 		}
 		const rounds = 3
+		stats := s.ForkStats()
 		for i := 0; i < rounds; i++ {
 			dst := filepath.Join(dir, fmt.Sprintf(".rawcopy%d", i))
 			t0 := time.Now()
@@ -391,6 +395,12 @@ func BenchmarkFork(b *testing.B) {
 				b.Fatal(err)
 			}
 			keep(&forkD, time.Since(t0))
+			// The writer's sidecar vouches for the parent's bytes: the
+			// fork checks their checksum instead of validating them.
+			if now := s.ForkStats(); now.Checksummed != stats.Checksummed+1 {
+				b.Fatalf("the fork validated the parent's lines (%+v, then %+v)", stats, now)
+			}
+			stats.Checksummed++
 
 			nid := fmt.Sprintf("noidx%d", i)
 			s.Delete(bg, nid)
@@ -404,6 +414,10 @@ func BenchmarkFork(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			if now := s.ForkStats(); now.Validated != stats.Validated+1 {
+				b.Fatalf("a fork without the sidecar did not validate (%+v, then %+v)", stats, now)
+			}
+			stats.Validated++
 			s.Delete(bg, nid)
 
 			eid := fmt.Sprintf("empty%d", i)

@@ -375,6 +375,26 @@ func TestAppendLinesDamage(t *testing.T) {
 				errors.Is(verr, ErrCorrupt) != errors.Is(err, ErrCorrupt) || errors.Is(verr, ErrInvariant) != errors.Is(err, ErrInvariant))) {
 				t.Fatalf("damage %d at line %d: Validator %v with %d events, AppendLines %v with %d", k, i, verr, v.Len(), err, l.Len())
 			}
+			// A Validator taken from a log of the lines before some cut
+			// goes on as that log would, even after the log went on by
+			// itself first (they share no state: the validator would
+			// trip over the step's chunks, tool calls or spans the log
+			// had moved on).
+			cut := r.IntN(i + 1)
+			pre := NewLog(Header{ID: "x"})
+			if perr := pre.AppendLines([]byte(strings.Join(in[:cut], ""))); perr == nil {
+				rest := []byte(strings.Join(in[cut:], ""))
+				cv := pre.Validator()
+				perr = pre.AppendLines(rest)
+				cerr := validateReusing(cv, rest)
+				var cle, ple *LineError
+				if cv.Len() != l.Len() || pre.Len() != l.Len() || (err == nil) != (cerr == nil) || (err == nil) != (perr == nil) ||
+					(err != nil && (!errors.As(cerr, &cle) || !errors.As(perr, &ple) || cle.Line+cut != rline || ple.Line+cut != rline ||
+						errors.Is(cerr, ErrInvariant) != errors.Is(err, ErrInvariant))) {
+					t.Fatalf("damage %d at line %d, cut %d: validator %v with %d events, the log %v with %d; AppendLines %v with %d",
+						k, i, cut, cerr, cv.Len(), perr, pre.Len(), err, l.Len())
+				}
+			}
 		}
 	}
 }

@@ -1,14 +1,19 @@
 package session
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
 
 // Validator checks event lines exactly as (*Log).AppendLines appends them,
 // every line validated and the invariant checked, without keeping them: no
 // events, no projection, payloads decoded only as far as the checker
 // needs, and nothing that refers to the input once AppendLines returns,
 // so the caller may reuse its buffers. A store validates what it copies
-// with it (a fork), and reads a session a piece at a time with it
-// (streaming: Visit hands each event on).
+// with it (a fork), reads a session a piece at a time with it
+// (streaming: Visit hands each event on), and validates what it appends
+// (to vouch for it later).
 type Validator struct{ l Log }
 
 // NewValidator returns a validator for the lines of a session with header
@@ -16,6 +21,17 @@ type Validator struct{ l Log }
 func NewValidator(h Header) *Validator {
 	v := &Validator{l: Log{header: h, check: true}}
 	v.l.events.count = true
+	return v
+}
+
+// Validator returns a validator that goes on where l ends: it checks lines
+// as l.AppendLines would append them next. It holds a copy of l's checker
+// state (about a byte per event, and two map entries per tool result), so
+// that l and the validator go their own ways.
+func (l *Log) Validator() *Validator {
+	v := &Validator{l: Log{header: l.header, check: true, last: l.last, checker: l.checker.clone()}}
+	v.l.events.count = true
+	v.l.events.n = l.Len()
 	return v
 }
 
@@ -83,4 +99,22 @@ func (v *Validator) Repair(tail []Event) ([]Event, error) {
 		l.events.push(ev)
 	}
 	return Repair(l)
+}
+
+// clone returns a copy of c that shares nothing it changes.
+func (c *Checker) clone() Checker {
+	d := *c
+	d.calls = maps.Clone(c.calls)
+	d.stepChunks = slices.Clone(c.stepChunks)
+	d.kinds = slices.Clone(c.kinds)
+	d.resultOwner = maps.Clone(c.resultOwner)
+	if c.ownResults != nil {
+		d.ownResults = make(map[int64][]int64, len(c.ownResults))
+		for k, v := range c.ownResults {
+			d.ownResults[k] = slices.Clone(v)
+		}
+	}
+	d.spans.Turns = slices.Clone(c.spans.Turns)
+	d.spans.Comps = slices.Clone(c.spans.Comps)
+	return d
 }

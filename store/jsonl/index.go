@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -19,11 +20,22 @@ import (
 // The fork index <id>.idx records, for the first Size bytes of a session
 // file, what Fork needs to decide a fork point and to find where event
 // line seq ends without reading the lines before it: the turn spans, the
-// between-turn compaction spans, the titles, and a sparse seq→offset map.
-// Like <id>.meta it is a cache written without fsync and trusted only up to
-// the Size it names; the lines after that size are scanned by their fixed
+// between-turn compaction spans, the titles, and a mark (seq, end offset)
+// at every between-turn line, so at every possible fork point. Like
+// <id>.meta it is a cache written without fsync and trusted only up to the
+// Size it names; the lines after that size are scanned by their fixed
 // prefix (seq and type) only. It is a separate file so that List, which
 // reads every session's .meta, does not pay for it.
+//
+// Each mark also holds a checksum (CRC-32C) of the event bytes from the
+// header's end up to the mark, recorded only by whoever validated exactly
+// those bytes: the writer, which validates every line it appends, or Open,
+// over the bytes it loaded and validated. Fork computes the same checksum
+// over what it copies: equal, the child gets bytes a rein writer (or load)
+// validated, and Fork need not validate them again; different, or none
+// recorded, it validates every line it copies. A checksum is no seal
+// against someone who rewrites both files; it tells bytes as validated
+// from bytes changed since (an edit, a restore, another tool, a bad disk).
 //
 // The sidecar is itself a log, appended to and not rewritten: lines of
 // "<crc32 of the JSON, 8 hex digits> <record JSON>\n". The first record is
@@ -39,15 +51,14 @@ import (
 // (a new file, renamed into place), so appends stay amortized O(1).
 
 // indexVersion is the fork index's format version; another one is ignored
-// (and replaced by the next writer).
-const indexVersion = 2
+// (and replaced by the next writer). Version 3 added the checksums, and a
+// mark at every between-turn line (version 2 marked every turn/end and one
+// between-turn line per 64 KB).
+const indexVersion = 3
 
-// markGap is how many bytes of between-turn lines may follow a mark before
-// the next between-turn line gets one (every turn/end gets one). Between
-// the mark before a fork point and the fork point itself there are only
-// between-turn lines, so finding the fork point's offset reads at most
-// about markGap bytes. Tests shrink it.
-var markGap int64 = 64 << 10
+// castagnoli is CRC-32C's table: hash/crc32 computes it with the CPU's
+// instruction where there is one (SSE 4.2, ARMv8), at several GB/s.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // scanChunk is the read size of prefix scans. Tests shrink it.
 var scanChunk = 1 << 20
@@ -60,8 +71,13 @@ type index struct {
 	Events int64 // event lines in [Hdr, Size)
 	Turns  []int64
 	Comps  []int64
-	Marks  []int64 // seq, offset just past its line
+	// Marks are triples: the seq of a between-turn line, the offset just
+	// past it, and the checksum of the event bytes [Hdr, that offset), or
+	// -1 when nobody who validated them recorded one.
+	Marks  []int64
 	Titles []titleAt
+	// Sum is the checksum of the event bytes [Hdr, Size), or -1.
+	Sum int64
 	// The state of session's checker that the spans depend on.
 	TurnOpen, CompOpen, CompInTurn bool
 
@@ -78,6 +94,7 @@ type record struct {
 	Hdr    int64     `json:"hdr,omitempty"` // the snapshot only
 	Size   int64     `json:"size"`
 	Events int64     `json:"events"`
+	Sum    int64     `json:"sum"`  // of the event bytes up to size; -1: none
 	From   [4]int    `json:"from"` // where the tails replace turns, comps, marks, titles
 	Turns  []int64   `json:"turns,omitempty"`
 	Comps  []int64   `json:"comps,omitempty"`
@@ -94,14 +111,18 @@ type titleAt struct {
 	Title string `json:"title"`
 }
 
+// newIndex is the index of a session without events (whose checksum, of no
+// bytes, is 0).
 func newIndex(hdr int64) *index {
 	return &index{Size: hdr, Hdr: hdr, dirty: true}
 }
 
-// add folds the event line seq, of type typ, ending at byte end, into x.
-// data is needed for session/title only. It follows session's checker
-// (Checker.apply) for the spans.
-func (x *index) add(seq int64, typ session.Type, data []byte, end int64) {
+// add folds the event line seq, of type typ, ending at byte end, into x,
+// and reports whether it got a mark (it is a between-turn line). data is
+// needed for session/title only. It follows session's checker
+// (Checker.apply) for the spans. The new bytes have no checksum until the
+// caller vouches for them.
+func (x *index) add(seq int64, typ session.Type, data []byte, end int64) bool {
 	switch typ {
 	case session.TypeTurnStart:
 		x.TurnOpen = true
@@ -137,18 +158,102 @@ func (x *index) add(seq int64, typ session.Type, data []byte, end int64) {
 			x.dirty = true
 		}
 	}
-	x.Events, x.Size = seq+1, end
-	if !x.TurnOpen && (typ == session.TypeTurnEnd || end-x.lastMark() >= markGap) {
-		x.Marks = append(x.Marks, seq, end)
-		x.dirty = true
+	x.Events, x.Size, x.Sum = seq+1, end, -1
+	if x.TurnOpen {
+		return false
+	}
+	x.Marks = append(x.Marks, seq, end, -1)
+	x.dirty = true
+	return true
+}
+
+// vouch records sum as the checksum of the event bytes [Hdr, Size), and of
+// the mark there if there is one: the caller validated exactly those bytes.
+func (x *index) vouch(sum uint32) {
+	x.Sum = int64(sum)
+	if n := len(x.Marks); n > 0 && x.Marks[n-2] == x.Size {
+		x.Marks[n-1] = int64(sum)
 	}
 }
 
-func (x *index) lastMark() int64 {
-	if n := len(x.Marks); n > 0 {
-		return x.Marks[n-1]
+// sumAt returns the checksum recorded for the event bytes up to the end of
+// line at, which ends at offset end; false when there is none. An empty
+// child (at -1) needs none.
+func (x *index) sumAt(at, end int64) (uint32, bool) {
+	if at < 0 {
+		return 0, end == x.Hdr
 	}
-	return x.Hdr
+	i := 3 * sort.Search(len(x.Marks)/3, func(i int) bool { return x.Marks[3*i] >= at })
+	if i < len(x.Marks) && x.Marks[i] == at && x.Marks[i+1] == end && x.Marks[i+2] >= 0 {
+		return uint32(x.Marks[i+2]), true
+	}
+	return 0, false
+}
+
+// unsummed is the number of marks without a checksum.
+func (x *index) unsummed() int {
+	n := 0
+	for i := 2; i < len(x.Marks); i += 3 {
+		if x.Marks[i] < 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// unvouched drops every checksum: for an index whose spans were not derived
+// from the bytes the checksums cover.
+func (x *index) unvouched() *index {
+	for i := 2; i < len(x.Marks); i += 3 {
+		x.Marks[i] = -1
+	}
+	x.Sum = -1
+	return x
+}
+
+// check compares x's checksums with those plan computed over the bytes a
+// load read: of every mark's (a mark without one gets it) and of the
+// whole. False when one differs or is missing (x describes other bytes).
+func (x *index) check(plan *sumPlan) bool {
+	for i := 1; i < len(x.Marks); i += 3 {
+		sum, ok := plan.sum(x.Marks[i])
+		switch s := &x.Marks[i+1]; {
+		case !ok || (*s >= 0 && *s != int64(sum)):
+			return false
+		case *s < 0:
+			*s = int64(sum)
+		}
+	}
+	sum, ok := plan.sum(x.Size)
+	return ok && x.Sum == int64(sum)
+}
+
+// sumMarks computes the checksums of the event bytes up to x's marks from
+// the i-th on, and up to x.Size, from the bytes of the file in m,
+// continuing from crc, the checksum of the bytes [Hdr, off) (off at or
+// before those marks). A mark without a checksum gets it; it returns false
+// when a mark's checksum or x.Sum is set and differs (the index describes
+// other bytes), or the marks do not fit.
+func (x *index) sumMarks(m *image, i int, off int64, crc uint32) bool {
+	for ; 3*i < len(x.Marks); i++ {
+		end := x.Marks[3*i+1]
+		if end < off || end > x.Size {
+			return false
+		}
+		crc, off = m.sum(crc, off, end), end
+		switch s := &x.Marks[3*i+2]; {
+		case *s < 0:
+			*s = int64(crc)
+		case *s != int64(crc):
+			return false
+		}
+	}
+	crc = m.sum(crc, off, x.Size)
+	if x.Sum >= 0 && x.Sum != int64(crc) {
+		return false
+	}
+	x.Sum = int64(crc)
+	return true
 }
 
 // spans are the indexed events' spans, for session's fork rule.
@@ -171,11 +276,11 @@ func startsUpTo(spans []int64, at int64) int {
 
 // mark returns the last mark at or before seq at, or (-1, Hdr).
 func (x *index) mark(at int64) (seq, end int64) {
-	i := sort.Search(len(x.Marks)/2, func(i int) bool { return x.Marks[2*i] > at }) - 1
+	i := sort.Search(len(x.Marks)/3, func(i int) bool { return x.Marks[3*i] > at }) - 1
 	if i < 0 {
 		return -1, x.Hdr
 	}
-	return x.Marks[2*i], x.Marks[2*i+1]
+	return x.Marks[3*i], x.Marks[3*i+1]
 }
 
 // title returns the title set last at or before seq at.
@@ -189,20 +294,25 @@ func (x *index) title(at int64) (string, bool) {
 
 // child is the index of a fork child holding events 0..at (an allowed
 // fork point) whose line at ends at end in the parent, under a header line
-// of hdr bytes.
+// of hdr bytes. The event bytes are the parent's, so are their checksums.
 func (x *index) child(at, end, hdr int64) *index {
 	shift := hdr - x.Hdr
 	c := newIndex(hdr)
 	c.Events, c.Size = at+1, end+shift
 	c.Turns = append([]int64(nil), x.Turns[:2*startsUpTo(x.Turns, at)]...)
 	c.Comps = append([]int64(nil), x.Comps[:2*startsUpTo(x.Comps, at)]...)
-	n := sort.Search(len(x.Marks)/2, func(i int) bool { return x.Marks[2*i] > at })
-	c.Marks = make([]int64, 0, 2*n+2)
+	n := sort.Search(len(x.Marks)/3, func(i int) bool { return x.Marks[3*i] > at })
+	c.Marks = make([]int64, 0, 3*n+3)
 	for i := 0; i < n; i++ {
-		c.Marks = append(c.Marks, x.Marks[2*i], x.Marks[2*i+1]+shift)
+		c.Marks = append(c.Marks, x.Marks[3*i], x.Marks[3*i+1]+shift, x.Marks[3*i+2])
 	}
-	if at >= 0 && (n == 0 || x.Marks[2*n-2] < at) {
-		c.Marks = append(c.Marks, at, c.Size)
+	if at >= 0 && (n == 0 || x.Marks[3*n-3] < at) {
+		c.Marks = append(c.Marks, at, c.Size, -1)
+	}
+	if sum, ok := x.sumAt(at, end); ok {
+		c.Sum = int64(sum)
+	} else {
+		c.Sum = -1
 	}
 	c.Titles = append([]titleAt(nil), x.Titles[:sort.Search(len(x.Titles), func(i int) bool { return x.Titles[i].Seq > at })]...)
 	return c
@@ -215,7 +325,7 @@ func (x *index) record(snapshot bool) record {
 	if snapshot {
 		from = [4]int{}
 	}
-	r := record{Size: x.Size, Events: x.Events, From: from,
+	r := record{Size: x.Size, Events: x.Events, Sum: x.Sum, From: from,
 		Turns: x.Turns[from[0]:], Comps: x.Comps[from[1]:], Marks: x.Marks[from[2]:], Titles: x.Titles[from[3]:],
 		TurnOpen: x.TurnOpen, CompOpen: x.CompOpen, CompInTurn: x.CompInTurn}
 	if snapshot {
@@ -240,15 +350,20 @@ func (x *index) wrote() {
 func (x *index) apply(r *record) bool {
 	f := r.From
 	if f[0] > len(x.Turns) || f[1] > len(x.Comps) || f[2] > len(x.Marks) || f[3] > len(x.Titles) ||
-		f[0]%2 != 0 || f[1]%2 != 0 || f[2]%2 != 0 || len(r.Turns)%2 != 0 || len(r.Comps)%2 != 0 || len(r.Marks)%2 != 0 ||
-		r.Size < x.Size || r.Events < x.Events {
+		f[0]%2 != 0 || f[1]%2 != 0 || f[2]%3 != 0 || len(r.Turns)%2 != 0 || len(r.Comps)%2 != 0 || len(r.Marks)%3 != 0 ||
+		r.Size < x.Size || r.Events < x.Events || r.Sum < -1 || r.Sum > math.MaxUint32 {
 		return false
+	}
+	for i := 2; i < len(r.Marks); i += 3 {
+		if r.Marks[i] < -1 || r.Marks[i] > math.MaxUint32 {
+			return false
+		}
 	}
 	x.Turns = append(x.Turns[:f[0]], r.Turns...)
 	x.Comps = append(x.Comps[:f[1]], r.Comps...)
 	x.Marks = append(x.Marks[:f[2]], r.Marks...)
 	x.Titles = append(x.Titles[:f[3]], r.Titles...)
-	x.Size, x.Events = r.Size, r.Events
+	x.Size, x.Events, x.Sum = r.Size, r.Events, r.Sum
 	x.TurnOpen, x.CompOpen, x.CompInTurn = r.TurnOpen, r.CompOpen, r.CompInTurn
 	return true
 }
@@ -312,7 +427,7 @@ func parseIndex(b []byte, hdr, size int64) (x *index, n, snap int, ok bool) {
 	if x == nil || x.Events < 0 {
 		return nil, 0, 0, false
 	}
-	if m := len(x.Marks); m > 0 && (x.Marks[m-2] >= x.Events || x.Marks[m-1] > x.Size) {
+	if m := len(x.Marks); m > 0 && (x.Marks[m-3] >= x.Events || x.Marks[m-2] > x.Size) {
 		return nil, 0, 0, false
 	}
 	x.wrote()

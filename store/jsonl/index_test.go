@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,7 +24,7 @@ func userMsg(id, text string) *session.UserMessage {
 
 // turnEvents appends a complete turn n (with an in-turn compaction when
 // comp is set, and a tool call in its first step) to l.
-func turnEvents(t *testing.T, l *session.Log, n int, comp bool) []session.Event {
+func turnEvents(t testing.TB, l *session.Log, n int, comp bool) []session.Event {
 	t.Helper()
 	var evs []session.Event
 	add := func(p session.Payload) { evs = append(evs, event(t, l, p)) }
@@ -52,7 +53,7 @@ func turnEvents(t *testing.T, l *session.Log, n int, comp bool) []session.Event 
 // compaction pair with a message landing inside it, in several Appends.
 // It returns the events and the fork index file's content after the first
 // half (a stale sidecar for later).
-func richSession(t *testing.T, s *Store, id string) ([]session.Event, []byte) {
+func richSession(t testing.TB, s *Store, id string) ([]session.Event, []byte) {
 	t.Helper()
 	h := session.Header{ID: id, Title: "header title"}
 	w, err := s.Create(bg, h)
@@ -109,7 +110,7 @@ func lineEnds(b []byte) []int64 {
 
 // checkIndexFile compares the fork index sidecar of id with a prefix scan
 // of its file: same spans, titles and counts, and marks that name the right
-// offsets.
+// offsets, each with the checksum of the bytes before it.
 func checkIndexFile(t *testing.T, s *Store, id string) { checkIndex(t, s, id, true) }
 
 func checkIndex(t *testing.T, s *Store, id string, marks bool) {
@@ -133,11 +134,37 @@ func checkIndex(t *testing.T, s *Store, id string, marks bool) {
 		!reflect.DeepEqual(x.Titles, y.Titles) || x.TurnOpen != y.TurnOpen || x.CompOpen != y.CompOpen {
 		t.Errorf("%s: sidecar %+v\nscan %+v", id, x, y)
 	}
-	for i := 0; marks && i < len(x.Marks); i += 2 {
-		if seq, end := x.Marks[i], x.Marks[i+1]; seq+1 >= int64(len(ends)) || ends[seq+1] != end {
+	if marks && !reflect.DeepEqual(marksOf(x), marksOf(y)) {
+		t.Errorf("%s: marks %v, a scan's %v", id, marksOf(x), marksOf(y))
+	}
+	for i := 0; marks && i < len(x.Marks); i += 3 {
+		seq, end, sum := x.Marks[i], x.Marks[i+1], x.Marks[i+2]
+		if seq+1 >= int64(len(ends)) || ends[seq+1] != end {
 			t.Errorf("%s: mark seq %d at %d is wrong", id, seq, end)
+		} else if sum >= 0 && uint32(sum) != crc32.Checksum(b[ends[0]:end], castagnoli) {
+			t.Errorf("%s: mark seq %d: checksum %08x, want %08x", id, seq, sum, crc32.Checksum(b[ends[0]:end], castagnoli))
 		}
 	}
+	if marks && x.Sum >= 0 && uint32(x.Sum) != crc32.Checksum(b[ends[0]:x.Size], castagnoli) {
+		t.Errorf("%s: checksum of the whole %08x is wrong", id, x.Sum)
+	}
+}
+
+// marksOf returns x's marks without their checksums.
+func marksOf(x *index) []int64 {
+	var m []int64
+	for i := 0; i < len(x.Marks); i += 3 {
+		m = append(m, x.Marks[i], x.Marks[i+1])
+	}
+	return m
+}
+
+// vouched reports whether the sidecar of id has a checksum at every mark
+// and for the whole.
+func vouched(t *testing.T, s *Store, id string) bool {
+	t.Helper()
+	x, ok := readIndex(s.idxPath(id), lineEnds(mustRead(t, s.Path(id)))[0], 1<<40)
+	return ok && x.Sum >= 0 && x.unsummed() == 0
 }
 
 // noChild checks that nothing of session id exists, temporary files
@@ -237,12 +264,9 @@ func forkAll(t *testing.T, s *Store, p string, bogus bool, prepare func()) {
 // one, with one that does not match the file and with one of another
 // version, for several mark spacings and scan buffer sizes.
 func TestForkIndex(t *testing.T) {
-	defer func(g int64, c, b int) { markGap, scanChunk, copyBuf = g, c, b }(markGap, scanChunk, copyBuf)
-	for _, c := range []struct {
-		gap         int64
-		chunk, copy int
-	}{{1, 1 << 20, 1 << 20}, {700, 16, 7}, {64 << 10, 1 << 20, 1 << 20}} {
-		markGap, scanChunk, copyBuf = c.gap, c.chunk, c.copy
+	defer func(c, b int) { scanChunk, copyBuf = c, b }(scanChunk, copyBuf)
+	for _, c := range []struct{ chunk, copy int }{{16, 7}, {1 << 20, 1 << 20}} {
+		scanChunk, copyBuf = c.chunk, c.copy
 		s := newStore(t)
 		_, half := richSession(t, s, "p")
 		checkIndexFile(t, s, "p")
@@ -252,7 +276,7 @@ func TestForkIndex(t *testing.T) {
 		if !ok {
 			t.Fatal("the writer's sidecar does not parse")
 		}
-		for i := 1; i < len(bogus.Marks); i += 2 {
+		for i := 1; i < len(bogus.Marks); i += 3 {
 			bogus.Marks[i]-- // every mark one byte short
 		}
 		bb := bogus.snapshot()
@@ -260,7 +284,7 @@ func TestForkIndex(t *testing.T) {
 		r.V = 1
 		ob := appendRecord(nil, r)
 		for name, content := range map[string][]byte{"sidecar": good, "none": nil, "stale": half, "bogus": bb, "version": ob} {
-			t.Run(fmt.Sprintf("gap%d/chunk%d/copy%d/%s", c.gap, c.chunk, c.copy, name), func(t *testing.T) {
+			t.Run(fmt.Sprintf("chunk%d/copy%d/%s", c.chunk, c.copy, name), func(t *testing.T) {
 				forkAll(t, s, "p", name == "bogus", func() {
 					if content == nil {
 						os.Remove(s.idxPath("p"))
@@ -420,8 +444,6 @@ func TestForkLiveParent(t *testing.T) {
 // TestWriterIndex: the writer's sidecar matches a scan of the file after
 // Create, appends in any batching, a crash and Open's repair.
 func TestWriterIndex(t *testing.T) {
-	defer func(g int64) { markGap = g }(markGap)
-	markGap = 500
 	s := newStore(t)
 	richSession(t, s, "p")
 	checkIndexFile(t, s, "p")
@@ -463,7 +485,7 @@ func TestWriterIndex(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, path string) []byte {
+func mustRead(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

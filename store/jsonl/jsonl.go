@@ -12,16 +12,20 @@
 //     the size it names; List scans the few lines after that size and falls
 //     back to a full scan when the sidecar is missing.
 //   - <id>.idx is the fork index (index.go): turn and between-turn
-//     compaction spans, titles and a sparse seq→offset map, so that Fork
-//     decides session.ForkPoint's rule and finds the bytes to copy without
-//     parsing the parent. Same trust rule as .meta: lines after the size it
-//     names are scanned by their fixed prefix only; a missing or mismatched
-//     one means a prefix scan. It is a log of checksummed records: the
-//     writer appends one when a commit leaves the session between turns
-//     with new spans, marks or titles (and on Close), and writes a new
-//     snapshot only when the appended records outgrow the last one; Open
-//     cuts a torn or damaged tail off and rebuilds a missing sidecar
-//     (prefix scan).
+//     compaction spans, titles and the offset of every between-turn line,
+//     so that Fork decides session.ForkPoint's rule and finds the bytes to
+//     copy without parsing the parent, and at each such line a CRC-32C of
+//     the event bytes before it, recorded only over validated bytes, so
+//     that Fork need not validate again what it copies. Same trust rule as
+//     .meta for the spans: lines after the size it names are scanned by
+//     their fixed prefix only; a missing or mismatched one means a prefix
+//     scan. It is a log of checksummed records: the writer appends one when
+//     a commit leaves the session between turns with new spans, marks or
+//     titles (and on Close), and writes a new snapshot only when the
+//     appended records outgrow the last one; Open keeps it only when its
+//     checksums are those of the bytes it loaded, cuts a torn or damaged
+//     tail off, and rebuilds a missing or mismatched sidecar from the bytes
+//     it loaded (prefix scan).
 //   - A Writer holds an exclusive flock(2) on the session's lock file
 //     .<id>.lock (and on the session file), so a second writer, in this
 //     process or another, gets store.ErrLocked, even if another program
@@ -42,6 +46,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -82,6 +87,21 @@ type Store struct {
 	// metaEvery is the minimum interval between sidecar rewrites while a
 	// writer appends (Close always writes it).
 	metaEvery time.Duration
+	// forks counts the forks that took each path (ForkStats).
+	forks struct{ checksummed, validated atomic.Int64 }
+}
+
+// ForkStats counts the forks this Store made: Checksummed, those whose
+// copied bytes had the checksum recorded by the writer (or load) that
+// validated them, so they were not validated again; Validated, those whose
+// every copied line was validated (no checksum recorded, or a different
+// one: the parent was changed since, or written by another program). For
+// tests and benchmarks.
+type ForkStats struct{ Checksummed, Validated int64 }
+
+// ForkStats returns how many forks took each path.
+func (s *Store) ForkStats() ForkStats {
+	return ForkStats{Checksummed: s.forks.checksummed.Load(), Validated: s.forks.validated.Load()}
 }
 
 var (
@@ -350,7 +370,7 @@ func (s *Store) Create(ctx context.Context, h session.Header) (store.Writer, err
 		return nil, err
 	}
 	m := meta{Size: int64(len(line)), Title: h.Title, Updated: h.CreatedAt}
-	w := s.newWriter(h, f, m, newIndex(int64(len(line))))
+	w := s.newWriter(h, f, m, newIndex(int64(len(line))), session.NewValidator(h))
 	w.lock = lk
 	w.writeMeta()
 	return w, nil
@@ -392,14 +412,15 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 		return nil, nil, fmt.Errorf("%w: %s", err, id)
 	}
 	closeAll := func() { f.Close(); lk.Close() }
-	p, err := loadFile(s.Path(id), f, true)
+	raw, plan := s.indexPlan(id, f)
+	p, err := loadFile(s.Path(id), f, true, plan)
 	if err != nil {
 		closeAll()
 		return nil, nil, err
 	}
 	l := p.loaded.Log
 	stored := l.Len() - int64(len(p.loaded.Repair))
-	x, sc := s.openIndex(id, f, p.good, stored)
+	x, sc := s.openIndex(id, p, raw, stored)
 	if p.good < p.size {
 		// Drop the sidecar first: it may describe bytes about to vanish.
 		// (The fork index describes p.good bytes at most: openIndex.)
@@ -418,7 +439,7 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 	if stored == 0 {
 		m.Updated = p.header.CreatedAt
 	}
-	w := s.newWriter(p.header, f, m, x)
+	w := s.newWriter(p.header, f, m, x, p.v)
 	w.idx = sc
 	w.lock = lk
 	if len(p.loaded.Repair) > 0 {
@@ -431,35 +452,73 @@ func (s *Store) Open(ctx context.Context, id string) (store.Writer, *store.Loade
 	return w, p.loaded, nil
 }
 
-// openIndex returns the fork index of the first good bytes of session id
-// (f, holding stored events) for its writer, with the writer's sidecar:
-// the records of the sidecar that describe at most good bytes, extended by
-// a prefix scan of the lines after them; or, when the sidecar is missing
-// or unusable, a prefix scan of the whole file (the sidecar is then
-// replaced by the writer's first write). When even a scan disagrees with
-// the load it returns a nil index, and the writer keeps none (Fork then
-// scans).
-func (s *Store) openIndex(id string, f *os.File, good, stored int64) (*index, sidecar) {
-	path := s.idxPath(id)
-	sc := sidecar{path: path}
-	line, err := readHeaderLine(f, good)
+// indexPlan reads session id's fork index sidecar for Open and plans the
+// checksums that will check it: of the event bytes up to each of its marks
+// and up to its size, computed by the loader as it reads (see sumPlan).
+func (s *Store) indexPlan(id string, f *os.File) ([]byte, *sumPlan) {
+	plan := &sumPlan{}
+	st, err := f.Stat()
 	if err != nil {
-		os.Remove(path)
-		return nil, sc
+		return nil, plan
 	}
-	hdr := int64(len(line))
-	if b, err := os.ReadFile(path); err == nil {
-		if x, n, snap, ok := parseIndex(b, hdr, good); ok && x.scan(f, s.Path(id), good, -1) == nil && x.Events == stored {
-			sc.open(n, snap)
-			return x, sc
+	line, err := readHeaderLine(f, st.Size())
+	if err != nil {
+		return nil, plan
+	}
+	plan.hdr = int64(len(line))
+	raw, err := os.ReadFile(s.idxPath(id))
+	if err != nil {
+		return nil, plan
+	}
+	if x, _, _, ok := parseIndex(raw, plan.hdr, st.Size()); ok && x.Sum >= 0 {
+		for i := 1; i < len(x.Marks); i += 3 {
+			plan.at = append(plan.at, x.Marks[i])
+		}
+		plan.at = append(plan.at, x.Size)
+		slices.Sort(plan.at)
+		plan.at = slices.Compact(plan.at)
+		plan.at = slices.DeleteFunc(plan.at, func(off int64) bool { return off < plan.hdr })
+	}
+	return raw, plan
+}
+
+// openIndex returns the fork index of the first good bytes of session id
+// for its writer, with the writer's sidecar, derived from the bytes the
+// load read and validated, checksums included: the sidecar's records
+// (raw), when their checksums (that of every mark and of the whole) are
+// those of these bytes, extended by a prefix scan of the lines after them;
+// or, when the sidecar is missing, unusable or describes other bytes
+// (another program rewrote the file, even to the same size), a prefix scan
+// of the whole (the sidecar is then replaced by the writer's first write).
+// When even a scan disagrees with the load it returns a nil index, and the
+// writer keeps none (Fork then scans).
+func (s *Store) openIndex(id string, p *parsed, raw []byte, stored int64) (*index, sidecar) {
+	path := s.idxPath(id)
+	m := p.image
+	// complete extends x over the lines after its size and fills in the
+	// checksums it lacks there.
+	complete := func(x *index) bool {
+		marks, off, crc := len(x.Marks)/3, x.Size, uint32(x.Sum)
+		return x.scan(m, s.Path(id), p.good, -1) == nil && x.Events == stored && x.sumMarks(m, marks, off, crc)
+	}
+	if raw != nil && p.plan.hdr == p.hdr {
+		x, n, snap, ok := parseIndex(raw, p.hdr, p.good)
+		if ok && x.Sum >= 0 {
+			unsummed := x.unsummed()
+			if x.check(p.plan) && complete(x) {
+				sc := sidecar{path: path}
+				if unsummed == 0 {
+					sc.open(n, snap) // else the filled checksums go into a new snapshot
+				}
+				return x, sc
+			}
 		}
 	}
 	os.Remove(path)
-	x := newIndex(hdr)
-	if x.scan(f, s.Path(id), good, -1) == nil && x.Events == stored {
-		return x, sc
+	if x := newIndex(p.hdr); complete(x) {
+		return x, sidecar{path: path}
 	}
-	return nil, sc
+	return nil, sidecar{path: path}
 }
 
 // Load implements store.Store. A session a writer holds (in this process
@@ -488,7 +547,7 @@ func (s *Store) Load(ctx context.Context, id string, opts store.LoadOptions) (*s
 		ld, err = store.ReadFile(s.Path(id), data, opts, locked == nil)
 	} else {
 		var p *parsed
-		if p, err = loadFile(s.Path(id), f, locked == nil); err == nil {
+		if p, err = loadFile(s.Path(id), f, locked == nil, nil); err == nil {
 			ld = p.loaded
 		}
 	}
@@ -579,8 +638,13 @@ func (s *Store) info(id string) (store.Info, error) {
 // line at ends; lines past the size it describes, or all of them when it
 // is missing or stale, are scanned by their fixed prefix. Line at itself
 // is parsed (its seq checked, its time taken for the child's sidecar). The
-// bytes are then copied, through a pipeline of buffers (see copyRange).
-// A refused fork leaves no child.
+// bytes are then copied, through a pipeline of buffers (see copyRange),
+// and the child gets only lines that validate: when the index holds a
+// checksum for the bytes up to line at (recorded by the writer that
+// validated them as it appended them, or by Open over the bytes it loaded)
+// and the bytes copied have it, they are those bytes; otherwise every line
+// is validated while it is copied (ForkStats counts the two paths). A
+// refused fork leaves no child.
 func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header) (session.Header, error) {
 	if err := ctx.Err(); err != nil {
 		return session.Header{}, err
@@ -658,20 +722,38 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 	if err := lockFile(tmp); err != nil {
 		return session.Header{}, err
 	}
-	// Every line the child gets is validated (as a load of the parent up
-	// to at would), while it is copied.
-	v := session.NewValidator(ph)
-	err = copyRange(tmp, hline, pf, hdr, end, func(lines []byte) error {
-		if err := v.AppendLines(lines); err != nil {
-			return store.LoadError(s.Path(id), v.Len(), 2, err)
+	// Every line the child gets is one a rein writer or load validated:
+	// either the checksum of what was copied is the one recorded for those
+	// bytes, or the lines are validated while they are copied.
+	want, vouched := x.sumAt(at, end)
+	trusted := false
+	if vouched {
+		var got uint32
+		err = copyRange(tmp, hline, pf, hdr, end, func(b []byte) error {
+			got = crc32.Update(got, castagnoli, b)
+			return nil
+		})
+		if trusted = err == nil && got == want; !trusted && err == nil {
+			// Not the bytes that were validated: start again, validating.
+			if err = tmp.Truncate(0); err == nil {
+				_, err = tmp.Seek(0, io.SeekStart)
+			}
 		}
-		return nil
-	})
-	if err == nil && v.Len() != at+1 {
-		err = fmt.Errorf("%w: seq %d ends at byte %d, where the file holds %d events", errStale, at, end, v.Len())
 	}
-	if err == nil {
-		err = v.ForkPoint(at)
+	if !trusted && err == nil {
+		v := session.NewValidator(ph)
+		err = copyRange(tmp, hline, pf, hdr, end, func(lines []byte) error {
+			if err := v.AppendLines(lines); err != nil {
+				return store.LoadError(s.Path(id), v.Len(), 2, err)
+			}
+			return nil
+		})
+		if err == nil && v.Len() != at+1 {
+			err = fmt.Errorf("%w: seq %d ends at byte %d, where the file holds %d events", errStale, at, end, v.Len())
+		}
+		if err == nil {
+			err = v.ForkPoint(at)
+		}
 	}
 	var lerr2 *store.LineError
 	switch {
@@ -690,6 +772,14 @@ func (s *Store) Fork(ctx context.Context, id string, at int64, h session.Header)
 		return session.Header{}, err
 	}
 	cx := x.child(at, end, int64(len(hline)))
+	if trusted {
+		s.forks.checksummed.Add(1)
+	} else {
+		// The parent's index may describe other bytes than those
+		// copied: the child's first Open rebuilds it from its own.
+		cx.unvouched()
+		s.forks.validated.Add(1)
+	}
 	m := meta{Size: cx.Size, Events: at + 1, Turns: startsUpTo(x.Turns, at), Title: h.Title, Updated: h.CreatedAt}
 	if t, ok := x.title(at); ok {
 		m.Title = t

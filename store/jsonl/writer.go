@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"sync"
 	"time"
@@ -35,15 +36,19 @@ type writer struct {
 	f    file
 	stop sync.Once
 
-	mu      sync.Mutex
-	closed  bool
-	broken  error             // the file could not be restored after a failure
-	q       group.Queue[*req] // group commit
-	next    int64             // seq the next accepted batch must start at
-	size    int64             // durable size in bytes
-	m       meta              // summary of the durable content
-	ix      *index            // fork index of the durable content; nil: not kept
-	idx     sidecar           // the fork index's file
+	mu     sync.Mutex
+	closed bool
+	broken error             // the file could not be restored after a failure
+	q      group.Queue[*req] // group commit
+	next   int64             // seq the next accepted batch must start at
+	size   int64             // durable size in bytes
+	m      meta              // summary of the durable content
+	ix     *index            // fork index of the durable content; nil: not kept
+	idx    sidecar           // the fork index's file
+	// v validates what is committed, so that the fork index may vouch for
+	// it (index.vouch); nil once a commit did not validate or failed (the
+	// writer then records no more checksums). Only the committer uses it.
+	v       *session.Validator
 	metaAt  time.Time
 	scratch []byte
 }
@@ -57,8 +62,14 @@ type req struct {
 	events []session.Event
 }
 
-func (s *Store) newWriter(h session.Header, f *os.File, m meta, x *index) *writer {
-	w := &writer{s: s, id: h.ID, hdr: h, osf: f, f: f, next: m.Events, size: m.Size, m: m, ix: x, idx: sidecar{path: s.idxPath(h.ID)}}
+// newWriter returns the writer of session h's file f, whose durable content
+// m summarizes and x indexes (nil: no index), and which v has validated
+// (nil: the writer vouches for nothing).
+func (s *Store) newWriter(h session.Header, f *os.File, m meta, x *index, v *session.Validator) *writer {
+	if x == nil || x.Sum < 0 {
+		v = nil
+	}
+	w := &writer{s: s, id: h.ID, hdr: h, osf: f, f: f, next: m.Events, size: m.Size, m: m, ix: x, idx: sidecar{path: s.idxPath(h.ID)}, v: v}
 	w.fi, _ = f.Stat()
 	if s.wrap != nil {
 		w.f = s.wrap(f)
@@ -163,11 +174,24 @@ func (w *writer) commit(group []*req) error {
 		return nil
 	}
 	_, err := w.f.WriteAt(buf, w.size)
+	// The lines are validated while the disk syncs them (the agent's log
+	// validated them already, but a store takes no caller's word for what
+	// it will vouch for).
+	var valid chan error
+	if err == nil && w.v != nil {
+		valid = make(chan error, 1)
+		go func() { valid <- w.v.AppendLines(buf) }()
+	}
 	if err == nil {
 		err = w.f.Sync()
 	}
 	if err == nil {
 		err = w.stillOurs()
+	}
+	if valid != nil {
+		if verr := <-valid; verr != nil || err != nil {
+			w.v = nil // it took lines the file does not hold, or refused some
+		}
 	}
 	if err != nil {
 		// Leave nothing of the group behind.
@@ -180,6 +204,9 @@ func (w *writer) commit(group []*req) error {
 	}
 	w.mu.Lock()
 	if w.ix != nil {
+		// Checksums at the new marks, and at the end, of validated bytes.
+		vouch := w.v != nil && w.ix.Sum >= 0
+		sum, summed := uint32(w.ix.Sum), 0
 		end := w.size
 		for _, g := range group {
 			b := g.lines
@@ -187,8 +214,15 @@ func (w *writer) commit(group []*req) error {
 				n := bytes.IndexByte(b, '\n') + 1
 				end += int64(n)
 				b = b[n:]
-				w.ix.add(g.events[i].Seq, g.events[i].Type, g.events[i].Data, end)
+				if w.ix.add(g.events[i].Seq, g.events[i].Type, g.events[i].Data, end) && vouch {
+					to := int(end - w.size)
+					sum, summed = crc32.Update(sum, castagnoli, buf[summed:to]), to
+					w.ix.vouch(sum)
+				}
 			}
+		}
+		if vouch {
+			w.ix.vouch(crc32.Update(sum, castagnoli, buf[summed:]))
 		}
 		// New fork points (a turn/end, a between-turn boundary or title)
 		// are recorded at once; within a turn nothing Fork needs changes.
