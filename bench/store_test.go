@@ -250,7 +250,7 @@ func BenchmarkAppend(b *testing.B) {
 	hdr := session.Header{ID: "app", Cwd: "/w", CreatedAt: time.Now()}
 	for b.Loop() {
 		dir := b.TempDir()
-		var rawD, storeD time.Duration
+		var rawD, storeD, storeCPU time.Duration
 		runRaw := func(round int) {
 			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("raw%d", round)))
 			if err != nil {
@@ -277,13 +277,14 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			t0 := time.Now()
+			c0, t0 := cpuTime(), time.Now()
 			for _, bt := range batches {
 				if err := w.Append(bg, bt); err != nil {
 					b.Fatal(err)
 				}
 			}
 			storeD += time.Since(t0)
+			storeCPU += cpuTime() - c0
 			w.Close()
 		}
 		// Alternate the order so that neither side always runs on a
@@ -301,6 +302,7 @@ func BenchmarkAppend(b *testing.B) {
 		b.ReportMetric(float64(bytesTotal)/(1<<20)/rawD.Seconds()*rounds, "raw-MB/s")
 		b.ReportMetric(float64(bytesTotal)/(1<<20)/storeD.Seconds()*rounds, "store-MB/s")
 		b.ReportMetric(float64(rawD)/float64(storeD), "store/raw-throughput")
+		b.ReportMetric(float64(storeCPU.Microseconds())/float64(rounds*len(batches)), "store-cpu-us/batch")
 	}
 }
 
@@ -431,7 +433,7 @@ func BenchmarkFork(b *testing.B) {
 			keep(&createD, time.Since(t0))
 			s.Delete(bg, eid)
 		}
-		parent, child, _, _ := pair(5, func() { resume(s, BigID) }, func() { resume(s, "child0") })
+		parent, child, parentCPU, _ := pair(5, func() { resume(s, BigID) }, func() { resume(s, "child0") })
 		for i := 0; i < rounds; i++ {
 			s.Delete(bg, fmt.Sprintf("child%d", i))
 		}
@@ -441,6 +443,7 @@ func BenchmarkFork(b *testing.B) {
 		b.ReportMetric(ms(rawD), "rawcopy-ms")
 		b.ReportMetric(ms(createD), "create-ms")
 		b.ReportMetric(ms(parent), "resume-parent-ms")
+		b.ReportMetric(ms(parentCPU), "resume-parent-cpu-ms")
 		b.ReportMetric(float64(forkD)/float64(rawD), "fork/rawcopy")
 		b.ReportMetric(float64(forkD)/float64(createD), "fork/create")
 		b.ReportMetric(float64(child)/float64(parent), "resume-child/parent")

@@ -4,7 +4,7 @@
 // to model messages (with compaction's surface replace), crash repair
 // (Repair), salvage of a damaged log (Log.Salvage, tombstones), the fork
 // rule (ForkPoint, Spans, StablePoint) and a Validator that checks lines
-// without keeping them.
+// without keeping them (from the start, or going on from a loaded Log).
 //
 // Every line is validated in full on every path. The fast path of reading
 // lines (the JSON scanner, payload plans, rein's envelope and chunk lines)

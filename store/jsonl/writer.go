@@ -46,8 +46,8 @@ type writer struct {
 	ix     *index            // fork index of the durable content; nil: not kept
 	idx    sidecar           // the fork index's file
 	// v validates what is committed, so that the fork index may vouch for
-	// it (index.vouch); nil once a commit did not validate or failed (the
-	// writer then records no more checksums). Only the committer uses it.
+	// it (index.vouch); nil once a commit did not validate (the writer then
+	// records no more checksums). Only the committer uses it.
 	v       *session.Validator
 	metaAt  time.Time
 	scratch []byte
@@ -174,24 +174,11 @@ func (w *writer) commit(group []*req) error {
 		return nil
 	}
 	_, err := w.f.WriteAt(buf, w.size)
-	// The lines are validated while the disk syncs them (the agent's log
-	// validated them already, but a store takes no caller's word for what
-	// it will vouch for).
-	var valid chan error
-	if err == nil && w.v != nil {
-		valid = make(chan error, 1)
-		go func() { valid <- w.v.AppendLines(buf) }()
-	}
 	if err == nil {
 		err = w.f.Sync()
 	}
 	if err == nil {
 		err = w.stillOurs()
-	}
-	if valid != nil {
-		if verr := <-valid; verr != nil || err != nil {
-			w.v = nil // it took lines the file does not hold, or refused some
-		}
 	}
 	if err != nil {
 		// Leave nothing of the group behind.
@@ -201,6 +188,14 @@ func (w *writer) commit(group []*req) error {
 			w.mu.Unlock()
 		}
 		return fmt.Errorf("jsonl: append to %s: %w", w.id, err)
+	}
+	// The committed lines are validated, so that the index may vouch for
+	// them. (The agent's log validated them already, but a store takes no
+	// caller's word for what it vouches for.) Lines that do not validate
+	// are stored all the same, as Append promises; from them on the
+	// writer vouches for nothing.
+	if w.v != nil && w.v.AppendLines(buf) != nil {
+		w.v = nil
 	}
 	w.mu.Lock()
 	if w.ix != nil {
