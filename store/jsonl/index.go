@@ -203,12 +203,20 @@ func (x *index) unsummed() int {
 
 // unvouched drops every checksum: for an index whose spans were not derived
 // from the bytes the checksums cover.
-func (x *index) unvouched() *index {
+func (x *index) unvouched() {
 	for i := 2; i < len(x.Marks); i += 3 {
 		x.Marks[i] = -1
 	}
 	x.Sum = -1
-	return x
+}
+
+// settle gives a checksum slot that holds none (-1) sum, and reports
+// whether it holds sum.
+func settle(slot *int64, sum uint32) bool {
+	if *slot < 0 {
+		*slot = int64(sum)
+	}
+	return *slot == int64(sum)
 }
 
 // check compares x's checksums with those plan computed over the bytes a
@@ -216,12 +224,8 @@ func (x *index) unvouched() *index {
 // whole. False when one differs or is missing (x describes other bytes).
 func (x *index) check(plan *sumPlan) bool {
 	for i := 1; i < len(x.Marks); i += 3 {
-		sum, ok := plan.sum(x.Marks[i])
-		switch s := &x.Marks[i+1]; {
-		case !ok || (*s >= 0 && *s != int64(sum)):
+		if sum, ok := plan.sum(x.Marks[i]); !ok || !settle(&x.Marks[i+1], sum) {
 			return false
-		case *s < 0:
-			*s = int64(sum)
 		}
 	}
 	sum, ok := plan.sum(x.Size)
@@ -240,20 +244,11 @@ func (x *index) sumMarks(m *image, i int, off int64, crc uint32) bool {
 		if end < off || end > x.Size {
 			return false
 		}
-		crc, off = m.sum(crc, off, end), end
-		switch s := &x.Marks[3*i+2]; {
-		case *s < 0:
-			*s = int64(crc)
-		case *s != int64(crc):
+		if crc, off = m.sum(crc, off, end), end; !settle(&x.Marks[3*i+2], crc) {
 			return false
 		}
 	}
-	crc = m.sum(crc, off, x.Size)
-	if x.Sum >= 0 && x.Sum != int64(crc) {
-		return false
-	}
-	x.Sum = int64(crc)
-	return true
+	return settle(&x.Sum, m.sum(crc, off, x.Size))
 }
 
 // spans are the indexed events' spans, for session's fork rule.
