@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
 )
@@ -271,6 +272,46 @@ func TestWriterVouchesOnlyForValid(t *testing.T) {
 		t.Errorf("fork after the bad line: %v", err)
 	}
 	noChild(t, s, "b")
+}
+
+// TestSalvagedCopyVouched: a salvaged log stored as a new session, as
+// 'rein sessions repair' does (tombstones included), is validated by its
+// writer like any other, so its forks are checksummed.
+func TestSalvagedCopyVouched(t *testing.T) {
+	s := newStore(t)
+	w, l := created(t, s, "p")
+	evs := []session.Event{event(t, l, ctxMsg(0)),
+		event(t, l, &session.TurnStart{Turn: 1, Trigger: session.Trigger{Kind: session.TriggerSend}}),
+		event(t, l, userMsg("u1", "prompt")), event(t, l, &session.StepStart{Turn: 1, Step: 1})}
+	c1 := event(t, l, &session.AssistantChunk{Turn: 1, Step: 1, Delta: llm.Delta{Text: "one "}})
+	c2 := event(t, l, &session.AssistantChunk{Turn: 1, Step: 1, Delta: llm.Delta{Text: "two"}})
+	evs = append(evs, c1, c2,
+		event(t, l, &session.AssistantMessage{Turn: 1, Step: 1, Content: llm.Text("one two"), ToolCalls: []llm.ToolCall{}, Finish: llm.FinishStop, ChunkSeqs: []int64{c1.Seq, c2.Seq}}),
+		event(t, l, &session.StepEnd{Turn: 1, Step: 1}),
+		event(t, l, &session.TurnEnd{Turn: 1, Reason: session.Reason{Kind: session.ReasonCompleted}}))
+	if err := w.Append(bg, evs); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	b := mustRead(t, s.Path("p"))
+	i := bytes.Index(b, []byte(`"one "`))
+	b[i+2] = 0xff // a chunk the message cites, not UTF-8: a tombstone in the copy
+	os.WriteFile(s.Path("p"), b, 0o600)
+	ld, err := s.Load(bg, "p", store.LoadOptions{Salvage: true})
+	if err != nil || len(ld.Dropped) != 1 || ld.Dropped[0].Tombstones != 1 {
+		t.Fatalf("salvage: %v, dropped %v", err, ld.Dropped)
+	}
+	w, _ = created(t, s, "r")
+	if err := w.Append(bg, ld.Log.Events(0)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if !vouched(t, s, "r") {
+		t.Fatal("the writer did not vouch for the salvaged events")
+	}
+	if by, err := forkVia(t, s, "r", ld.Log.Len()-1, "c"); err != nil || !by {
+		t.Errorf("fork of the repaired copy: %v, checksummed %v", err, by)
+	}
 }
 
 // TestOpenTrustsNoSizeAlone: a sidecar is trusted by Open only when the

@@ -466,6 +466,9 @@ func TestWriterIndex(t *testing.T) {
 	}
 	w.Close()
 	checkIndexFile(t, s, "p")
+	if !vouched(t, s, "p") {
+		t.Errorf("the index lacks checksums after Open's repair")
+	}
 	x, _ := readIndex(s.idxPath("p"), lineEnds(mustRead(t, s.Path("p")))[0], 1<<40)
 	if x.Events != ld.Log.Len() || x.TurnOpen {
 		t.Errorf("index after repair: %d events, turn open %v; log has %d", x.Events, x.TurnOpen, ld.Log.Len())
