@@ -141,10 +141,11 @@ type Config struct {
 	layers      map[string]Layer
 	listOrigins []Setting
 	held        []Held
-	ignored     []Setting   // workspace settings never applied (store)
-	heldMCP     []MCPServer // the workspace file's [mcp_servers], until trusted
-	keyEnvs     []string    // every api_key_env named by any file
-	windowCap   bool        // ContextWindow is a workspace file's cap (ContextWindowFor)
+	ignored     []Setting       // workspace settings never applied (store)
+	heldMCP     []MCPServer     // the workspace file's [mcp_servers], until trusted
+	keyEnvs     []string        // every api_key_env named by any file
+	windowCap   bool            // ContextWindow is a workspace file's cap (ContextWindowFor)
+	wsRules     []workspaceRule // [workspaces."ROOT".permissions] of the user's file
 }
 
 // Permissions are rules in Claude Code's syntax (Bash(git status:*),
@@ -247,6 +248,9 @@ type file struct {
 	Env                *EnvConfig           `toml:"env"`
 	Store              *string              `toml:"store"`
 	MCPServers         map[string]MCPServer `toml:"mcp_servers"`
+	// Workspaces holds settings of one workspace each, in the user's
+	// file only: [workspaces."ROOT".permissions] (see PermissionsFor).
+	Workspaces map[string]workspaceFile `toml:"workspaces"`
 }
 
 // knobs returns the file's settings of knobKeys, as text for Set.
@@ -571,6 +575,9 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 		}
 	}
 	if err := c.applyMCP(f.MCPServers, at, layer == LayerProject); err != nil {
+		return err
+	}
+	if err := c.applyWorkspaces(path, f.Workspaces, at, layer); err != nil {
 		return err
 	}
 	if f.Env != nil {
@@ -998,6 +1005,9 @@ func (c *Config) Settings() []Setting {
 			k := "providers." + n + ".headers." + h
 			out = append(out, Setting{k, p.Headers[h], c.origins[k], false})
 		}
+	}
+	for _, r := range c.wsRules {
+		out = append(out, Setting{"workspaces." + tomlString(r.root) + ".permissions." + r.key, r.value, r.origin, false})
 	}
 	for _, m := range slices.Sorted(maps.Keys(c.Prices)) {
 		p := c.Prices[m]

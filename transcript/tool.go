@@ -162,3 +162,19 @@ func resultDiff(name string, meta json.RawMessage, proposed *Diff) *Diff {
 	}
 	return nil
 }
+
+// exitOf reads how a bash command ended from its result meta.
+func exitOf(meta json.RawMessage) (code *int, signal string, timedOut bool) {
+	if len(meta) == 0 {
+		return nil, "", false
+	}
+	var m struct {
+		ExitCode *int   `json:"exitCode"`
+		Signal   string `json:"signal"`
+		TimedOut bool   `json:"timedOut"`
+	}
+	if json.Unmarshal(meta, &m) != nil {
+		return nil, "", false
+	}
+	return m.ExitCode, m.Signal, m.TimedOut
+}

@@ -154,6 +154,12 @@ type Tool struct {
 	Rewritten bool   `json:"rewritten,omitempty"`
 	IsError   bool   `json:"isError,omitempty"`
 	Code      string `json:"code,omitempty"`
+	// ExitCode, Signal and TimedOut describe how a command of the bash
+	// tool ended (on its result): the exit status (nil when it was killed
+	// by a signal or is unknown), the signal, whether it timed out.
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	TimedOut bool   `json:"timedOut,omitempty"`
 	// Decision and By describe an approval; Decision also holds a hook's
 	// decision.
 	Decision string `json:"decision,omitempty"`
@@ -279,6 +285,9 @@ func (b *Builder) AppendEntries(dst []Entry, ev session.Event, p session.Payload
 			e.Tool.Status = Failed
 		} else {
 			e.Tool.Diff = resultDiff(c.name, p.Meta, c.diff)
+		}
+		if c.name == "bash" {
+			e.Tool.ExitCode, e.Tool.Signal, e.Tool.TimedOut = exitOf(p.Meta)
 		}
 		dst = append(dst, e)
 		if c.name == "todo" && !p.IsError {

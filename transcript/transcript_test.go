@@ -192,7 +192,7 @@ func TestToolLifecycle(t *testing.T) {
 		&session.ToolCall{Turn: 1, Step: 1, CallID: "t", Name: "todo", Arguments: `{"todos":[]}`},
 		&session.ToolResult{Turn: 1, Step: 1, CallID: "t", Content: llm.Text("plan"), Meta: json.RawMessage(`{"todos":[{"content":"a","status":"in_progress"}]}`)},
 		&session.ToolCall{Turn: 1, Step: 1, CallID: "b", Name: "bash", Arguments: `{"command":"go test ./..."}`},
-		&session.ToolResult{Turn: 1, Step: 1, CallID: "b", Content: llm.Text("FAIL"), IsError: true, Code: "exit"},
+		&session.ToolResult{Turn: 1, Step: 1, CallID: "b", Content: llm.Text("FAIL"), IsError: true, Code: "exit", Meta: json.RawMessage(`{"exitCode":1,"timedOut":false}`)},
 		&session.StepEnd{Turn: 1, Step: 1},
 		&session.TurnEnd{Turn: 1, Reason: session.Reason{Kind: session.ReasonCompleted}},
 	} {
@@ -213,6 +213,9 @@ func TestToolLifecycle(t *testing.T) {
 				s := string(e.Kind) + " " + e.Tool.CallID + " " + string(e.Tool.Status)
 				if e.Tool.Title != "" {
 					s += " [" + e.Tool.Title + " " + string(e.Tool.Kind) + "]"
+				}
+				if e.Tool.ExitCode != nil {
+					s += fmt.Sprintf(" exit %d", *e.Tool.ExitCode)
 				}
 				if d := e.Tool.Diff; d != nil {
 					s += " diff " + d.Path
@@ -239,7 +242,7 @@ func TestToolLifecycle(t *testing.T) {
 		"tool-result t completed",
 		"plan [{Content:a Status:in_progress}]",
 		"tool-started b running",
-		"tool-result b failed",
+		"tool-result b failed exit 1",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -22,11 +17,9 @@ import (
 	"github.com/reinhq/rein/guard"
 	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/llm/catalog"
-	"github.com/reinhq/rein/sandbox"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/builtin"
 	"github.com/reinhq/rein/tool/shell"
-	"github.com/reinhq/rein/transcript"
 	"github.com/reinhq/rein/trust"
 )
 
@@ -70,7 +63,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rules := &acpRules{}
+	rules := &alwaysRules{a: a, face: "the editor"}
 	mode := a.cfg.PermissionMode
 	if mode == "" {
 		mode = string(guard.WorkspaceWrite)
@@ -103,16 +96,20 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		if err != nil {
 			return nil, err
 		}
+		fail := func(err error) (*acp.Opened, error) {
+			rules.drop(ps)
+			return nil, err
+		}
 		hooks, _, err := w.hooksWith(dir, hc, st, ps.current.Load, guardApprover{req.Approver}, false, ps.hookMode)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if req.Create { // titled from its first admitted prompt, as 'rein run' does
 			hooks.PromptAdmission = append([]agent.Hook[agent.Prompt, agent.Admission]{titleHook(a.red)}, hooks.PromptAdmission...)
 		}
 		tools, err := ps.tools(req)
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		cfg := agent.Config{
 			Store:    st,
@@ -130,7 +127,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		// The configured MCP servers and the editor's.
 		servers, err := w.startMCP(ctx, dir, mcpLogPath(st, req.SessionID), m.catalog, &cfg, acpMCPServers(req.MCPServers))
 		if err != nil {
-			return nil, err
+			return fail(err)
 		}
 		if servers != nil {
 			ps.mcpKinds = servers.kinds
@@ -144,9 +141,12 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		}
 		if err != nil {
 			servers.Close()
-			return nil, err
+			return fail(err)
 		}
-		return &acp.Opened{Agent: ag, Mode: ps.mode(), SetMode: func(id string) error { return rules.setMode(ps, id) }, Close: servers.Close}, nil
+		return &acp.Opened{Agent: ag, Mode: ps.mode(), SetMode: func(id string) error { return rules.setMode(ps, id) }, Close: func() error {
+			rules.drop(ps)
+			return servers.Close()
+		}}, nil
 	}
 
 	a.log.Debug("acp: serving on stdio")
@@ -295,47 +295,9 @@ func (g guardApprover) Approve(ctx context.Context, req guard.Request) (guard.Ap
 	return guard.Approval{Allow: ap.Allow, By: ap.By, Reason: ap.Reason}, err
 }
 
-// acpRules turns "allow always" into a permission rule of the workspace:
-// it is added to the workspace's configuration (permissions.allow) and
-// every open session of the workspace gets a policy with it, so the policy
-// itself allows such calls from then on. Writing it into a configuration
-// file waits for a configuration API that writes files; until then the
-// rule holds until rein exits.
-type acpRules struct {
-	mu       sync.Mutex // the views' configurations and sessions
-	sessions []*acpPolicy
-}
-
-// acpPolicy is one session's permission mode and the policy and tools in
-// force for it. session/set_mode changes both: the guard's policy, and the
-// confinement of write and edit, the OS sandbox of bash and hooks, and
-// whether bash runs in the editor's terminal.
-type acpPolicy struct {
-	a       *app // the session's workspace view
-	dir     string
-	current atomic.Pointer[guard.Policy]
-	modeID  atomic.Pointer[string]
-	// mcpKinds classifies the session's MCP tools; set before its agent
-	// starts, read-only after.
-	mcpKinds func(string) (guard.Kind, bool)
-	// byMode are the views the session's tools and hooks run with, by
-	// permission mode.
-	byMode map[string]*app
-}
-
-// mode is the permission mode in force.
-func (ps *acpPolicy) mode() string { return *ps.modeID.Load() }
-
-// hookMode is the hooks' permission mode and sandbox, as the mode in force
-// says (hook.Runtime.Mode).
-func (ps *acpPolicy) hookMode() (string, *sandbox.Sandbox) {
-	m := ps.mode()
-	return hook.ClaudePermissionMode(m), ps.byMode[m].sandbox(ps.dir)
-}
-
-// tools returns the session's tools: each runs with the tool of the mode
-// in force.
-func (ps *acpPolicy) tools(req acp.OpenRequest) (*tool.Registry, error) {
+// tools returns an editor session's tools: each runs with the tool of
+// the mode in force (modeTool).
+func (ps *sessionPolicy) tools(req acp.OpenRequest) (*tool.Registry, error) {
 	sets := map[string][]tool.Tool{}
 	for m, w := range ps.byMode {
 		sets[m] = w.acpTools(ps.dir, req)
@@ -350,128 +312,4 @@ func (ps *acpPolicy) tools(req acp.OpenRequest) (*tool.Registry, error) {
 		tools[i] = mt
 	}
 	return tool.NewRegistry(tools...)
-}
-
-// effective is the mode a session in ps.dir runs when mode is asked for: a
-// workspace that may not be written (unsafeRoot) runs workspace-write as
-// read-only.
-func (ps *acpPolicy) effective(mode string) string {
-	if mode == config.WorkspaceWrite && ps.a.unsafeRoot(ps.dir) != "" {
-		return config.ReadOnly
-	}
-	return mode
-}
-
-// classify is the session policy's Classify.
-func (ps *acpPolicy) classify(name string) (guard.Kind, bool) {
-	if ps.mcpKinds == nil {
-		return 0, false
-	}
-	return ps.mcpKinds(name)
-}
-
-// errRulesNotSaved says an "always" answer holds until rein exits.
-var errRulesNotSaved = errors.New("the rule applies until rein exits: rules are not written to the configuration files yet")
-
-// session starts the policy of a session in dir of workspace view w, in
-// mode.
-func (r *acpRules) session(w *app, dir, mode string) (*acpPolicy, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ps := &acpPolicy{a: w, dir: dir, byMode: map[string]*app{}}
-	for _, m := range permissionModes {
-		ps.byMode[m.ID] = w.withMode(ps.effective(m.ID))
-	}
-	if err := r.applyLocked(ps, mode); err != nil {
-		return nil, err
-	}
-	r.sessions = append(r.sessions, ps)
-	return ps, nil
-}
-
-// applyLocked puts mode (as effective says) and its policy in force.
-func (r *acpRules) applyLocked(ps *acpPolicy, mode string) error {
-	mode = ps.effective(mode)
-	w := ps.byMode[mode]
-	pm := ps.a.cfg.Permissions
-	p, err := guard.Settings{Mode: mode, Allow: pm.Allow, Ask: pm.Ask, Deny: pm.Deny, Writable: w.writable()}.Policy(ps.dir)
-	if err != nil {
-		return err
-	}
-	p.Classify = ps.classify
-	ps.current.Store(p)
-	ps.modeID.Store(&mode)
-	return nil
-}
-
-func (r *acpRules) setMode(ps *acpPolicy, mode string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.applyLocked(ps, mode)
-}
-
-func (r *acpRules) Rule(cwd string, req agent.ApprovalRequest) (string, bool) {
-	return ruleFor(cwd, req.Name, req.Arguments)
-}
-
-func (r *acpRules) Save(_ context.Context, cwd, rule string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	key := trust.Key(trust.Root(cwd, os.Getenv("HOME")))
-	var added []*app
-	for _, ps := range r.sessions {
-		if trust.Key(ps.a.root) != key {
-			continue
-		}
-		if !slices.Contains(added, ps.a) { // sessions of a workspace share its view
-			if err := ps.a.cfg.Add("permissions.allow", rule, "allowed always in the editor"); err != nil {
-				return err
-			}
-			added = append(added, ps.a)
-		}
-		if err := r.applyLocked(ps, ps.mode()); err != nil {
-			return err
-		}
-	}
-	return errRulesNotSaved
-}
-
-// ruleFor proposes the rule that allows calls like this one: for bash the
-// command's program (and subcommand for tools like git or go) with any
-// arguments, unless the script is more than one simple command; for the file
-// tools the file, relative to the workspace; for other tools the tool.
-func ruleFor(cwd, name, args string) (string, bool) {
-	_, kind, paths, _ := transcript.Describe(name, args, cwd)
-	switch kind {
-	case transcript.KindExecute:
-		var a struct {
-			Command string `json:"command"`
-		}
-		_ = json.Unmarshal([]byte(args), &a)
-		cmd := strings.TrimSpace(a.Command)
-		if cmd == "" {
-			return "", false
-		}
-		if strings.ContainsAny(cmd, ";|&<>`$()\n\\\"'*?") {
-			return "bash(" + cmd + ")", true
-		}
-		words := strings.Fields(cmd)
-		n := 1
-		switch words[0] {
-		case "git", "go", "npm", "pnpm", "yarn", "cargo", "docker", "kubectl", "make", "uv", "pip", "python", "python3", "node":
-			n = 2
-		}
-		return "bash(" + strings.Join(words[:min(n, len(words))], " ") + ":*)", true
-	case transcript.KindRead, transcript.KindEdit, transcript.KindSearch:
-		if len(paths) == 0 {
-			return name, true
-		}
-		p := paths[0]
-		root := trust.Root(cwd, os.Getenv("HOME"))
-		if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
-			p = filepath.ToSlash(rel)
-		}
-		return name + "(" + p + ")", true
-	}
-	return name, true
 }

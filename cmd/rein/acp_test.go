@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/jsonl"
+	"github.com/reinhq/rein/trust"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -532,6 +534,11 @@ func TestACPTranscript(t *testing.T) {
 	r, err = a.conn.Prompt(ctx, sdk.PromptRequest{SessionId: sid, Prompt: text("/compact")})
 	must(err)
 	a.stop(t)
+	// "Always" wrote the rule to the user's config, for this workspace.
+	cfgFile, _ := os.ReadFile(filepath.Join(e.root, "config", "rein", "config.toml"))
+	if want := "[workspaces." + strconv.Quote(trust.Key(e.work)) + ".permissions]\nallow = [\"bash(echo:*)\"]\n"; string(cfgFile) != want {
+		t.Errorf("user config after allow always:\n%s\nwant:\n%s", cfgFile, want)
+	}
 
 	// Process B: an editor without buffers or terminals reopens it.
 	b := e.start(rec, sdk.ClientCapabilities{}, "--model", "scripted:script-b.json")

@@ -195,7 +195,7 @@ func (noModel) Stream(context.Context, *llm.Request) iter.Seq[llm.Event] {
 // mode, the rules of every config layer and flag, and the writable roots
 // (the system temp directory and sandbox.writable_roots).
 func (a *app) policy(dir string) (*guard.Policy, error) {
-	pm := a.cfg.Permissions
+	pm := a.permissionsFor(dir)
 	s := guard.Settings{Mode: a.cfg.PermissionMode, Allow: pm.Allow, Ask: pm.Ask, Deny: pm.Deny, Writable: a.writable()}
 	p, err := s.Policy(dir)
 	if err != nil {
@@ -203,6 +203,13 @@ func (a *app) policy(dir string) (*guard.Policy, error) {
 	}
 	p.Classify = a.classify
 	return p, nil
+}
+
+// permissionsFor returns the permission rules in force for a session in
+// dir: every layer's and those the user's config keeps for dir's
+// workspace ("allow always" answers).
+func (a *app) permissionsFor(dir string) config.Permissions {
+	return a.cfg.PermissionsFor(trust.Key(a.workspaceRoot(dir)))
 }
 
 // ruleOrigins names where the permission rules came from.
