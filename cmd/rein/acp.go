@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -15,7 +13,6 @@ import (
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/config"
 	"github.com/reinhq/rein/guard"
-	"github.com/reinhq/rein/hook"
 	"github.com/reinhq/rein/llm/catalog"
 	"github.com/reinhq/rein/tool"
 	"github.com/reinhq/rein/tool/builtin"
@@ -85,10 +82,10 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 			return nil
 		},
 	}
-	ws := &acpWorkspaces{a: a, views: map[string]*app{}, models: map[string]*model{}}
+	ws := newWorkspaces(a)
 	cfg.Open = func(ctx context.Context, req acp.OpenRequest) (*acp.Opened, error) {
 		dir := req.Cwd
-		w, hc, m, err := ws.open(ctx, dir, req.Ask)
+		w, hc, m, err := ws.open(ctx, dir, acpTrustAsker{req.Ask}, "")
 		if err != nil {
 			return nil, err
 		}
@@ -151,72 +148,11 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 
 	a.log.Debug("acp: serving on stdio")
 	err = acp.Serve(ctx, cfg, a.stdin, a.stdout)
-	for _, m := range ws.models {
-		// A scripted run must use its whole script.
-		if m.scripted == nil {
-			continue
-		}
-		if verr := m.scripted.Verify(); verr != nil {
-			fmt.Fprintf(a.stderr, "rein: scripted model: %v\n", verr)
-			if err == nil {
-				err = exitWith(ExitError, nil)
-			}
-		}
+	// A scripted run must use its whole script.
+	if verr := ws.verify(); err == nil {
+		err = verr
 	}
 	return err
-}
-
-// acpWorkspaces are the workspaces rein acp opens sessions in: each root
-// gets its own view of the app (inWorkspace), with the configuration
-// loaded from that workspace and its trust decided for it, so that the
-// settings of the directory rein acp started in, or of another session's
-// workspace, never apply to a session. Models are shared by what resolves
-// them (providerKey): a scripted model's calls are consumed across sessions
-// in order and verified once at the end.
-type acpWorkspaces struct {
-	a      *app
-	mu     sync.Mutex // views, models, and each view's configuration while its trust is decided
-	views  map[string]*app
-	models map[string]*model
-}
-
-// open returns the view of dir's workspace with its trust decided (the
-// question goes to the person through ask), its hooks, and the model.
-func (ws *acpWorkspaces) open(ctx context.Context, dir string, ask *acp.Asker) (*app, *hook.Config, *model, error) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	root := ws.a.workspaceRoot(dir)
-	key := trust.Key(root)
-	w := ws.views[key]
-	if w == nil {
-		var err error
-		if w, err = ws.a.inWorkspace(root); err != nil {
-			return nil, nil, nil, err
-		}
-		ws.views[key] = w
-	}
-	// Trust first: the workspace's held settings (provider URLs, allow
-	// rules, hooks) apply only once it is trusted.
-	w.trustAsker = acpTrustAsker{ask}
-	hc, err := w.trustWorkspace(ctx, dir)
-	w.trustAsker = nil
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if err := w.confineWrites(dir); err != nil {
-		return nil, nil, nil, err
-	}
-	pk := w.providerKey()
-	base := ws.models[pk]
-	if base == nil {
-		if base, err = w.resolveModel(); err != nil {
-			return nil, nil, nil, err
-		}
-		ws.models[pk] = base
-	}
-	m := *base
-	w.tune(&m)
-	return w, hc, &m, nil
 }
 
 // permissionModes are the modes an editor may switch between.

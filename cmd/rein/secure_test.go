@@ -169,10 +169,10 @@ func TestEchoedKeyIsMaskedEverywhere(t *testing.T) {
 	}
 }
 
-// Every agent the CLI builds masks rein's keys: newAgent and resumeAgent
-// are the only places that call agent.New or agent.Resume, and they give
-// every agent the redactor. (An ACP session's agent once had none, and its
-// session file kept the keys a prompt or a read file held.)
+// Every agent the CLI builds masks rein's keys: newAgent, resumeAgent and
+// forkAgent are the only places that call agent.New, Resume or Fork, and
+// they give every agent the redactor. (An ACP session's agent once had
+// none, and its session file kept the keys a prompt or a read file held.)
 func TestAgentsAreBuiltWithTheRedactor(t *testing.T) {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
@@ -183,7 +183,7 @@ func TestAgentsAreBuiltWithTheRedactor(t *testing.T) {
 		for name, f := range p.Files {
 			for _, d := range f.Decls {
 				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Body == nil || fd.Name.Name == "newAgent" || fd.Name.Name == "resumeAgent" {
+				if !ok || fd.Body == nil || fd.Name.Name == "newAgent" || fd.Name.Name == "resumeAgent" || fd.Name.Name == "forkAgent" {
 					continue
 				}
 				ast.Inspect(fd.Body, func(n ast.Node) bool {
@@ -192,7 +192,7 @@ func TestAgentsAreBuiltWithTheRedactor(t *testing.T) {
 						return true
 					}
 					if x, ok := sel.X.(*ast.Ident); ok && x.Name == "agent" && (sel.Sel.Name == "New" || sel.Sel.Name == "Resume" || sel.Sel.Name == "Fork") {
-						t.Errorf("%s: %s calls agent.%s; build agents with a.newAgent or a.resumeAgent", fset.Position(sel.Pos()), name, sel.Sel.Name)
+						t.Errorf("%s: %s calls agent.%s; build agents with a.newAgent, a.resumeAgent or a.forkAgent", fset.Position(sel.Pos()), name, sel.Sel.Name)
 					}
 					return true
 				})

@@ -627,8 +627,9 @@ func latestIn(ctx context.Context, st store.Store, dir string) (string, error) {
 // errNoRedactor: the CLI refuses to build an agent that would store keys.
 var errNoRedactor = errors.New("internal error: an agent without the redactor would store keys unmasked")
 
-// newAgent starts a new session's agent, and resumeAgent opens a stored
-// one: they are the only ways the CLI builds an agent (a test checks), so
+// newAgent starts a new session's agent, resumeAgent opens a stored one
+// and forkAgent a fork of one: they are the only ways the CLI builds an
+// agent (a test checks), so
 // that every command's and every face's agent masks rein's keys in what it
 // stores (agent.Config.Redactor) and logs through rein's logger.
 func (a *app) newAgent(ctx context.Context, cfg agent.Config) (*agent.Agent, error) {
@@ -643,6 +644,13 @@ func (a *app) resumeAgent(ctx context.Context, st store.Store, id string, cfg ag
 		return nil, err
 	}
 	return agent.Resume(ctx, st, id, cfg)
+}
+
+func (a *app) forkAgent(ctx context.Context, st store.Store, id string, at int64, cfg agent.Config) (*agent.Agent, error) {
+	if err := a.secureAgent(&cfg); err != nil {
+		return nil, err
+	}
+	return agent.Fork(ctx, st, id, at, cfg)
 }
 
 func (a *app) secureAgent(cfg *agent.Config) error {

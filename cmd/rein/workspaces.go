@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/reinhq/rein/hook"
+	"github.com/reinhq/rein/trust"
+)
+
+// workspaces are the workspaces a face that opens many sessions (rein acp,
+// the terminal UI) opens them in: each root gets its own view of the app
+// (inWorkspace), with the configuration loaded from that workspace and its
+// trust decided for it, so that the settings of the directory rein started
+// in, or of another session's workspace, never apply to a session, and
+// nothing a session's workspace adds ("allow always" rules, trusted
+// settings) changes the process's configuration. Models are shared by what
+// resolves them (providerKey): a scripted model's calls are consumed
+// across sessions in order and verified once at the end.
+type workspaces struct {
+	a      *app
+	mu     sync.Mutex // views, models, and each view's configuration while its trust is decided
+	views  map[string]*app
+	models map[string]*model
+}
+
+func newWorkspaces(a *app) *workspaces {
+	return &workspaces{a: a, views: map[string]*app{}, models: map[string]*model{}}
+}
+
+// open returns the view of dir's workspace with its trust decided (the
+// question goes to the person through ask), its writes confined
+// (confineWrites), its hooks, and the model: the view's, or modelSpec
+// when given (which the view keeps for its later sessions).
+func (ws *workspaces) open(ctx context.Context, dir string, ask trust.Asker, modelSpec string) (*app, *hook.Config, *model, error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	root := ws.a.workspaceRoot(dir)
+	key := trust.Key(root)
+	w := ws.views[key]
+	if w == nil {
+		var err error
+		if w, err = ws.a.inWorkspace(root); err != nil {
+			return nil, nil, nil, err
+		}
+		ws.views[key] = w
+	}
+	if modelSpec != "" {
+		if err := w.cfg.Set("model", modelSpec, "/model"); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	// Trust first: the workspace's held settings (provider URLs, allow
+	// rules, hooks) apply only once it is trusted.
+	w.trustAsker = ask
+	hc, err := w.trustWorkspace(ctx, dir)
+	w.trustAsker = nil
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := w.confineWrites(dir); err != nil {
+		return nil, nil, nil, err
+	}
+	pk := w.providerKey()
+	base := ws.models[pk]
+	if base == nil {
+		if base, err = w.resolveModel(); err != nil {
+			return nil, nil, nil, err
+		}
+		ws.models[pk] = base
+	}
+	m := *base
+	w.tune(&m)
+	return w, hc, &m, nil
+}
+
+// verify checks that each scripted model used its whole script.
+func (ws *workspaces) verify() error {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var err error
+	for _, m := range ws.models {
+		if m.scripted == nil {
+			continue
+		}
+		if verr := m.scripted.Verify(); verr != nil {
+			fmt.Fprintf(ws.a.stderr, "rein: scripted model: %v\n", verr)
+			err = exitWith(ExitError, nil)
+		}
+	}
+	return err
+}
