@@ -845,3 +845,16 @@ func (a *Agent) RecordHookResult(r session.HookResult) error {
 	}
 	return err
 }
+
+// Wake runs the prompts that a Cancel with KeepInbox parked, as the next
+// Send or Steer would; it does nothing when none are parked. A face calls
+// it when the person asks for the queue to go on without a new prompt.
+func (a *Agent) Wake() {
+	_ = a.exec(func() {
+		if a.closed || !a.parked {
+			return
+		}
+		a.parked = false
+		a.wake()
+	})
+}

@@ -22,7 +22,10 @@ before its prompt. The text is the arguments joined by spaces, or stdin.
 --source NAME gives the source {kind: user-context, name: NAME}; KIND:NAME
 sets both (e.g. plugin:ci-watch). The default is user-context:cli.
 
-If another rein process is running the session, inject refuses with a
+If the session is open in rein's terminal UI, inject hands the context to it
+through the session's live socket (see docs/tui.md): written at once when the
+session is idle, seen by a running turn at its next step. If another rein
+process holds the session (rein run, rein acp), inject refuses with a
 "locked" error and exit code 4; nothing is written.`,
 		Example: `  rein inject --session 01JDX3... "CI is red on main"
   tail -n 50 build.log | rein inject --session 01JDX3... --source plugin:ci`,
@@ -52,6 +55,9 @@ func (a *app) inject(ctx context.Context, id, source string, args []string) erro
 		return err
 	}
 	if id, err = resolveID(ctx, st, id); err != nil {
+		return err
+	}
+	if done, err := a.injectLive(ctx, st, id, text, src); done || err != nil {
 		return err
 	}
 	// No hooks, no tools, no model: an inject runs nothing.

@@ -211,6 +211,13 @@ Start without an API key:
 
   rein demo
 
+Open the terminal UI in the current directory (a new session, or the latest
+one here with --continue, or --session ID), optionally with a first prompt:
+
+  rein
+  rein --continue
+  rein "why does the build fail?"
+
 Run one turn headless (text streams to stdout):
 
   rein run "explain the build"
@@ -235,6 +242,12 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 			return a.setup(cmd)
 		},
 	}
+	var tf tuiFlags
+	root.Args = cobra.ArbitraryArgs
+	root.RunE = func(cmd *cobra.Command, args []string) error { return a.tuiRun(cmd, tf, args) }
+	root.Flags().StringVarP(&tf.session, "session", "s", "", "open session `ID` in the terminal UI")
+	root.Flags().BoolVarP(&tf.cont, "continue", "c", false, "open the latest session of the working directory in the terminal UI")
+	root.MarkFlagsMutuallyExclusive("session", "continue")
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.Version = version()
 	root.SetVersionTemplate("{{.Version}}\n")

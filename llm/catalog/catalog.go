@@ -169,6 +169,16 @@ var models = map[string]Model{
 	"ollama:qwen3":                       {ContextWindow: 40960, MaxOutput: 8192},
 }
 
+// Known lists the provider:model specs of the built-in table, sorted.
+func Known() []string {
+	out := make([]string, 0, len(models))
+	for spec := range models {
+		out = append(out, spec)
+	}
+	slices.Sort(out)
+	return out
+}
+
 var (
 	deepseek = Price{Input: 0.56, CacheRead: 0.07, Output: 1.68}
 	sonnet   = Price{Input: 3, CacheRead: 0.3, CacheWrite: 3.75, Output: 15}

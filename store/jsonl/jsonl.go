@@ -592,6 +592,22 @@ func (s *Store) List(ctx context.Context) ([]store.Info, error) {
 	return out, nil
 }
 
+// Info summarises session id as List does, reading only its header line,
+// its sidecar and the lines after the size the sidecar describes.
+func (s *Store) Info(ctx context.Context, id string) (store.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Info{}, err
+	}
+	if err := checkID(id); err != nil {
+		return store.Info{}, err
+	}
+	info, err := s.info(id)
+	if err != nil {
+		return store.Info{}, notFound(id, err)
+	}
+	return info, nil
+}
+
 // info summarises one session. A session whose header cannot be read is
 // still listed (ID, Size, file time) so that nothing disappears from view.
 func (s *Store) info(id string) (store.Info, error) {
