@@ -62,11 +62,11 @@ type Model struct {
 	// compCache holds the sessions listed for completion.
 	compCache []pickItem
 	hist      history
-	escAt   time.Time
-	quitAt  time.Time
-	status  string // a transient line for the person
-	sent    bool   // Config.Prompt was sent
-	closing bool
+	escAt     time.Time
+	quitAt    time.Time
+	status    string // a transient line for the person
+	sent      bool   // Config.Prompt was sent
+	closing   bool
 }
 
 // completion offers session ids for an @session: word.
@@ -143,7 +143,9 @@ func (m *Model) Init() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-func tick() tea.Cmd { return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg { return tickMsg{} }) }
+func tick() tea.Cmd {
+	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg { return tickMsg{} })
+}
 
 // open starts opening a session (Config.Open runs on its own goroutine:
 // it may ask the trust question).
@@ -696,4 +698,3 @@ func closeSession(s *Session) error {
 	}
 	return err
 }
-
