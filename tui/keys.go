@@ -379,7 +379,8 @@ func (m *Model) fork(arg string) tea.Cmd {
 		return nil
 	}
 	if !m.scanned {
-		m.status = "still reading the session; try again in a moment"
+		m.forkPending = true // the picker opens when the scan is done
+		m.status = "reading the session's turns…"
 		return nil
 	}
 	var items []pickItem

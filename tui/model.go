@@ -66,7 +66,8 @@ type Model struct {
 	quitAt    time.Time
 	status    string // a transient line for the person
 	sent      bool   // Config.Prompt was sent
-	closing   bool
+	// forkPending opens the /fork picker once the scan is done.
+	forkPending bool
 }
 
 // completion offers session ids for an @session: word.
@@ -231,6 +232,11 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 			if m.title == "" {
 				m.title = msg.st.title
 			}
+			if m.forkPending {
+				m.forkPending = false
+				m.status = ""
+				return m.fork("")
+			}
 		}
 		return nil
 	case approvalMsg:
@@ -309,7 +315,7 @@ func (m *Model) opened(msg openedMsg) tea.Cmd {
 	m.sess = s
 	m.title = s.Title
 	m.running, m.queued, m.steering, m.parked, m.retry = false, nil, nil, false, ""
-	m.base, m.inc, m.scanned = stats{}, stats{}, false
+	m.base, m.inc, m.scanned, m.forkPending = stats{}, stats{}, false, false
 	m.d.sel = nil
 	m.conv = newConv(agentLog{ctx: m.ctx, ag: s.Agent}, s.Cwd)
 	m.feed = startFeed(m.ctx, s.Agent, m.conv.end)

@@ -26,7 +26,8 @@ type theme struct {
 func newTheme(name string) theme {
 	if name == "plain" {
 		s := lipgloss.NewStyle()
-		return theme{name: "notty", dim: s, accent: s, user: s, ctx: s, warn: s, bad: s, ok: s, add: s, del: s, hunk: s, sel: s, bold: s, status: s}
+		// glamour's dark layout; the program strips every colour.
+		return theme{name: "dark", dim: s, accent: s, user: s, ctx: s, warn: s, bad: s, ok: s, add: s, del: s, hunk: s, sel: s, bold: s, status: s}
 	}
 	ld := lipgloss.LightDark(name != "light")
 	c := func(light, dark string) color.Color { return ld(lipgloss.Color(light), lipgloss.Color(dark)) }
