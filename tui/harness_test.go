@@ -33,13 +33,14 @@ type env struct {
 	rules  *testRules
 	asked  chan trust.Answer // when set, Open asks the trust question first
 	opened []OpenRequest
+	ids    func(string) string
 	mu     sync.Mutex
 	ags    []*agent.Agent
 }
 
 func newEnv(t *testing.T, calls ...scripted.Call) *env {
 	t.Helper()
-	e := &env{t: t, st: memstore.New(memstore.Options{}), model: scriptedtest.New(t, calls...), dir: t.TempDir(), rules: &testRules{}}
+	e := &env{t: t, st: memstore.New(memstore.Options{}), model: scriptedtest.New(t, calls...), dir: t.TempDir(), rules: &testRules{}, ids: agent.SequentialIDs()}
 	t.Cleanup(func() {
 		// The invariant holds in every session the test wrote.
 		infos, err := e.st.List(context.Background())
@@ -92,7 +93,7 @@ func (e *env) open(ctx context.Context, req OpenRequest) (*Session, error) {
 		return nil, err
 	}
 	cfg := agent.Config{Store: e.st, Provider: e.model, Model: "scripted:test", Tools: tools, Cwd: e.dir,
-		Hooks: e.hooks, Approver: req.Approver, Clock: agent.StepClock(time.Unix(1_700_000_000, 0), time.Millisecond)}
+		Hooks: e.hooks, Approver: req.Approver, NewID: e.ids, Clock: agent.StepClock(time.Unix(1_700_000_000, 0), time.Millisecond)}
 	var ag *agent.Agent
 	switch {
 	case req.ForkOf != "":

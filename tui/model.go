@@ -476,6 +476,11 @@ func (m *Model) local(text string, warn bool) {
 // layout draws what changed and settles what the viewport shows.
 func (m *Model) layout() {
 	m.in.SetWidth(max(m.w-1, 10))
+	if m.running {
+		m.in.Placeholder = "enter queues · ctrl+s steers the running turn · esc cancels it"
+	} else {
+		m.in.Placeholder = "Ask rein… (/help for keys and commands)"
+	}
 	if m.conv == nil {
 		m.visible = nil
 		return

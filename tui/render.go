@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"path/filepath"
 	"strings"
 
 	"charm.land/glamour/v2"
@@ -492,13 +493,27 @@ func command(args string) string {
 // diffText is the card's change as a unified diff.
 func (c *card) diffText() string {
 	d := c.diff
+	label := func(side string) string {
+		if filepath.IsAbs(d.Path) {
+			return d.Path
+		}
+		return side + d.Path
+	}
+	// Strings proposed by an edit need not end a line: compare them as
+	// lines, without "no newline" markers.
+	lines := func(s string) string {
+		if s != "" && !strings.HasSuffix(s, "\n") {
+			return s + "\n"
+		}
+		return s
+	}
 	switch {
 	case d.Unified != "":
 		return d.Unified
 	case d.Old != nil && d.New != nil:
-		return udiff.Unified("a/"+d.Path, "b/"+d.Path, *d.Old, *d.New)
+		return udiff.Unified(label("a/"), label("b/"), lines(*d.Old), lines(*d.New))
 	case d.New != nil:
-		return udiff.Unified("/dev/null", "b/"+d.Path, "", *d.New)
+		return udiff.Unified("/dev/null", label("b/"), "", lines(*d.New))
 	}
 	return ""
 }
