@@ -365,6 +365,30 @@ func TestKeepInboxParksQueuedPrompts(t *testing.T) {
 	}
 }
 
+// TestWakeRunsParkedPrompts: Wake lets parked prompts run without a new
+// one; with nothing parked it does nothing.
+func TestWakeRunsParkedPrompts(t *testing.T) {
+	started := make(chan struct{})
+	h := newHarness(t, []scripted.Call{
+		{Hang: true, BeforeChunk: func(ctx context.Context, i int) { close(started) }},
+		{Match: wantTexts("user:P1", "user:P2"), Reply: scripted.Reply{Text: []string{"two"}}},
+	})
+	h.a.Wake() // nothing parked
+	h.send("P1")
+	h.send("P2")
+	<-started
+	h.a.Cancel(session.CauseUser, agent.CancelOptions{KeepInbox: true})
+	h.idle()
+	if n := len(findType(h.events(), session.TypeTurnStart)); n != 1 {
+		t.Fatalf("parked prompt ran by itself: %d turns", n)
+	}
+	h.a.Wake()
+	h.idle()
+	if n := len(findType(h.events(), session.TypeTurnStart)); n != 2 {
+		t.Errorf("%d turns after Wake, want 2", n)
+	}
+}
+
 func TestValidationErrors(t *testing.T) {
 	h := newHarness(t, nil)
 	if _, err := h.a.Send(agent.Message{}); !errors.Is(err, agent.ErrEmpty) {
