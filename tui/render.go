@@ -74,7 +74,7 @@ func (md *markdown) render(text string, width int) []string {
 		}
 		md.rs[width] = r
 	}
-	out, err := r.Render(text)
+	out, err := r.Render(strings.ReplaceAll(text, "\t", "    "))
 	if err != nil {
 		return wrap(text, width)
 	}
