@@ -194,6 +194,9 @@ type conv struct {
 	// block they go to.
 	live transcript.Builder
 	open *block
+	// retryFrom: chunks before it belong to a failed attempt (agent/retry
+	// said so) and are not shown.
+	retryFrom int64
 
 	// The viewport: follow keeps the last line at the bottom; otherwise
 	// line off of block anchor is the top line.
@@ -323,6 +326,9 @@ func (c *conv) followEvent(ev session.Event) []transcript.Entry {
 	}
 	b := c.open
 	b.end = ev.Seq + 1
+	if ev.Type == session.TypeAssistantChunk && ev.Seq < c.retryFrom {
+		es = nil // a failed attempt's, delivered after the retry
+	}
 	for _, e := range es {
 		b.add(e)
 	}

@@ -196,6 +196,7 @@ func (d *driver) until(what string, ok func() bool) {
 		select {
 		case msg := <-d.msgs:
 			d.do(msg)
+		case <-time.After(20 * time.Millisecond): // the screen may change with time alone
 		case <-deadline:
 			d.t.Fatalf("timed out waiting for %s; screen:\n%s", what, d.screen())
 		}

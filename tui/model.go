@@ -48,8 +48,8 @@ type Model struct {
 	since    time.Time
 	queued   []agent.Message
 	steering []agent.Message
-	parked   bool // a cancel kept queued prompts waiting
-	retry    string
+	parked   bool   // a cancel kept queued prompts waiting
+	retry    *retry // a failed request the agent sends again
 	spin     int
 
 	base, inc stats // the background scan and what followed it
@@ -314,7 +314,7 @@ func (m *Model) opened(msg openedMsg) tea.Cmd {
 	s := msg.sess
 	m.sess = s
 	m.title = s.Title
-	m.running, m.queued, m.steering, m.parked, m.retry = false, nil, nil, false, ""
+	m.running, m.queued, m.steering, m.parked, m.retry = false, nil, nil, false, nil
 	m.base, m.inc, m.scanned, m.forkPending = stats{}, stats{}, false, false
 	m.d.sel = nil
 	m.conv = newConv(agentLog{ctx: m.ctx, ag: s.Agent}, s.Cwd)
@@ -348,12 +348,21 @@ func (emptyLog) Range(int64, int64) []session.Event { return nil }
 
 // take applies a batch from the feed.
 func (m *Model) take(msg feedMsg) {
+	lives := msg.lives
 	for _, ev := range msg.evs {
+		// A retry comes before the next attempt's events.
+		for i := 0; i < len(lives); i++ {
+			if l := lives[i]; l.Type == agent.LiveRetry && l.Seq <= ev.Seq {
+				m.live(l)
+				lives = append(lives[:i:i], lives[i+1:]...)
+				i--
+			}
+		}
 		for _, e := range m.conv.followEvent(ev) {
 			m.follow(e)
 		}
 	}
-	for _, l := range msg.lives {
+	for _, l := range lives {
 		m.live(l)
 	}
 }
@@ -365,7 +374,9 @@ func (m *Model) follow(e transcript.Entry) {
 		if e.Usage != nil {
 			m.inc.addUsage(*e.Usage)
 		}
-		m.retry = ""
+		m.retry = nil
+	case transcript.AssistantDelta, transcript.ReasoningDelta:
+		m.retry = nil // the next attempt streams
 	case transcript.User:
 		m.inc.prompts = append(m.inc.prompts, e.Text)
 		if n := len(m.inc.turns); n == 0 || m.inc.turns[n-1].end >= 0 {
@@ -399,7 +410,7 @@ func (m *Model) live(l agent.Live) {
 			m.parked = false
 		}
 		if !m.running {
-			m.retry = ""
+			m.retry = nil
 		}
 	case agent.LiveQueued:
 		if l.Message == nil {
@@ -436,11 +447,11 @@ func (m *Model) live(l agent.Live) {
 		}
 	case agent.LiveFlushError:
 		m.local("the session could not be saved yet (rein retries): "+errString(l.Err), true)
+	case agent.LiveRetry:
+		m.retry = newRetry(l, m.now())
+		m.conv.retried(l.Seq)
 	case agent.LiveClosed:
 		m.running = false
-	}
-	if r := retryNotice(l); r != "" {
-		m.retry = r
 	}
 }
 
@@ -592,8 +603,8 @@ func (m *Model) statusLine(w int) string {
 	switch {
 	case m.opening:
 		left = th.accent.Render(spinner(m.spin)) + " opening…"
-	case m.retry != "":
-		left = th.warn.Render("⟳ " + m.retry)
+	case m.retry != nil:
+		left = th.warn.Render("⟳ " + m.retry.text(m.now()))
 	case m.running:
 		left = th.accent.Render(spinner(m.spin)) + " working " + elapsed(m.now().Sub(m.since))
 	case m.status != "":

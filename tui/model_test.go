@@ -585,3 +585,35 @@ func TestResumeRepairedAndCompacted(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryNotice: a failed request that the agent retries shows in the
+// status line with its wait; what the failed attempt streamed goes away.
+func TestRetryNotice(t *testing.T) {
+	release := make(chan struct{})
+	e := newEnv(t,
+		scripted.Call{Reply: scripted.Reply{Text: []string{"Partial answer that"}}, Err: &scripted.ErrorReply{Code: llm.CodeRateLimit, Message: "slow down", Status: 429}},
+		scripted.Call{Reply: scripted.Reply{Text: []string{"The whole answer."}}, BeforeChunk: func(ctx context.Context, i int) {
+			if i == 0 {
+				<-release
+			}
+		}},
+	)
+	e.hooks.RequestError = []agent.Hook[agent.RequestErrorInfo, agent.Retry]{agent.RetryWith(func(attempt int, err *llm.Error) (time.Duration, bool) {
+		return 1500 * time.Millisecond, attempt == 1
+	})}
+	d := newDriver(t, Config{Open: e.open, Now: time.Now}, 100, 24)
+	d.opened()
+	d.typ("go")
+	d.press("enter")
+	d.waitFor("⟳ rate limited (429), retrying in 2 s (attempt 2)")
+	if d.shows("Partial answer") {
+		t.Errorf("the failed attempt's text stays:\n%s", d.screen())
+	}
+	d.until("the wait to pass", func() bool { return d.shows("retrying (attempt 2)") || d.shows("retrying in 1 s") })
+	close(release)
+	d.waitFor("The whole answer.")
+	d.idle()
+	if d.shows("⟳") || d.shows("Partial answer") {
+		t.Errorf("after the retry:\n%s", d.screen())
+	}
+}
