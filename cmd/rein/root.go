@@ -244,6 +244,7 @@ Exit codes: 0 ok (for run: the turn completed), 1 error, 2 usage,
 	}
 	var tf tuiFlags
 	root.Args = cobra.ArbitraryArgs
+	root.SuggestionsMinimumDistance = 2 // SuggestionsFor does not default it
 	root.RunE = func(cmd *cobra.Command, args []string) error { return a.tuiRun(cmd, tf, args) }
 	root.Flags().StringVarP(&tf.session, "session", "s", "", "open session `ID` in the terminal UI")
 	root.Flags().BoolVarP(&tf.cont, "continue", "c", false, "open the latest session of the working directory in the terminal UI")

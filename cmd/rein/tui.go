@@ -50,6 +50,11 @@ func (a *app) tuiRun(cmd *cobra.Command, f tuiFlags, args []string) error {
 		}
 		return usagef("the terminal UI needs a terminal (stdin and stdout); 'rein run --session ID PROMPT' runs a turn headless")
 	}
+	// The root command sets up nothing itself (help and unknown commands
+	// need no configuration): the UI does it here.
+	if err := a.setup(cmd); err != nil {
+		return err
+	}
 	return a.tui(cmd.Context(), f, strings.Join(args, " "))
 }
 
