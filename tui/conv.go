@@ -385,6 +385,7 @@ func (c *conv) lines(i int, d *drawer) []string {
 	for _, it := range b.items {
 		if it.lines == nil || it.w != d.rc.width {
 			rc := d.rc
+			rc.verbose = d.all
 			rc.expanded = d.all || (it.key != "" && d.expanded[it.key])
 			rc.selected = it == d.sel
 			it.lines = it.render(rc)

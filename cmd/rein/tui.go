@@ -76,6 +76,10 @@ func (a *app) tui(ctx context.Context, f tuiFlags, prompt string) error {
 		if id, err = latestIn(ctx, st, a.dir); err != nil {
 			return err
 		}
+	} else if id != "" {
+		if id, err = resolveID(ctx, st, id); err != nil {
+			return err
+		}
 	}
 	o := &tuiOpener{a: a, st: st, rules: &alwaysRules{a: a, face: "the terminal UI"}, ws: newWorkspaces(a)}
 	cfg := tui.Config{
