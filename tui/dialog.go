@@ -264,7 +264,7 @@ commands
   /resume            resume a session of this directory
   /sessions          pick any session
   /new               start a new session
-  /model [SPEC]      switch the model (a picker without SPEC)
+  /model [MODEL]     switch the model, as provider:model (a list without it)
   /trust             show or change this workspace's trust
   /help              this text;  /quit to leave
   @session:ID        in a prompt: include that session's transcript (tab completes)`, v)
