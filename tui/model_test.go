@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -615,5 +616,88 @@ func TestRetryNotice(t *testing.T) {
 	d.idle()
 	if d.shows("⟳") || d.shows("Partial answer") {
 		t.Errorf("after the retry:\n%s", d.screen())
+	}
+}
+
+// TestOtherKeysCommandsAndEvents: new lines, paste, //text, /help,
+// /sessions, /trust, an unknown command, and the live events that only
+// show as notices.
+func TestOtherKeysCommandsAndEvents(t *testing.T) {
+	e := newEnv(t, scripted.Answer("two lines seen"), scripted.Answer("slash seen"))
+	asked := make(chan trust.Answer, 1)
+	cfg := Config{Open: e.open,
+		Sessions: func(ctx context.Context) ([]store.Info, error) { return e.st.List(ctx) },
+		Trust: func(ctx context.Context, ask trust.Asker) (string, error) {
+			ans, err := ask.AskTrust(ctx, trust.Question{Decision: trust.Decision{Root: "/w", Items: []trust.Item{{Kind: trust.KindHook, Key: "hooks.Stop", Value: "notify"}}}})
+			asked <- ans
+			return fmt.Sprintf("answered %d", ans), err
+		}}
+	d := newDriver(t, cfg, 100, 40)
+	ag := d.opened()
+
+	d.typ("first line")
+	d.press("alt+enter")
+	d.typ("second line")
+	if got := d.m.in.Value(); got != "first line\nsecond line" {
+		t.Fatalf("input %q", got)
+	}
+	d.press("enter")
+	d.waitFor("two lines seen")
+	d.idle()
+	d.do(tea.PasteMsg{Content: "//slash"})
+	if got := d.m.in.Value(); got != "//slash" {
+		t.Fatalf("pasted %q", got)
+	}
+	d.press("enter")
+	d.waitFor("slash seen")
+	d.idle()
+	wantMessages(t, e.logOf(ag.ID()), "user/message user: first line\nsecond line", "user/message user: /slash")
+
+	d.typ("/help")
+	d.press("enter")
+	d.waitFor("ctrl+s       steer the running turn")
+	d.typ("/frobnicate")
+	d.press("enter")
+	if !strings.Contains(d.m.status, "unknown command /frobnicate") {
+		t.Errorf("status %q", d.m.status)
+	}
+	d.typ("/inject")
+	d.press("enter")
+	if !strings.Contains(d.m.status, "/inject TEXT") {
+		t.Errorf("status %q", d.m.status)
+	}
+
+	d.typ("/sessions")
+	d.press("enter")
+	d.waitFor("sessions  (type to filter")
+	d.typ("zzz")
+	d.waitFor("(nothing matches)")
+	d.press("esc")
+	if len(d.m.dialogs) != 0 {
+		t.Fatal("esc kept the list")
+	}
+
+	d.typ("/trust")
+	d.press("enter")
+	d.waitFor("? trust the workspace /w?")
+	d.press("o")
+	if got := <-asked; got != trust.Once {
+		t.Errorf("trust answer %v", got)
+	}
+	d.waitFor(fmt.Sprintf("answered %d", trust.Once))
+
+	d.do(feedMsg{gen: d.m.gen, lives: []agent.Live{
+		{Type: agent.LiveFlushError, Err: errors.New("disk full")},
+		{Type: agent.LiveError, Err: errors.New("context-overflow: too long")},
+	}})
+	d.do(noticeMsg{text: "rein: hook: lint passed"})
+	for _, want := range []string{"· the session could not be saved yet (rein retries): disk full", "model request failed: context-overflow: too long", "· rein: hook: lint passed"} {
+		if !d.shows(want) {
+			t.Errorf("screen lacks %q:\n%s", want, d.screen())
+		}
+	}
+	d.press("ctrl+l")
+	if !d.shows("two lines seen") {
+		t.Errorf("ctrl+l lost the conversation:\n%s", d.screen())
 	}
 }
