@@ -108,19 +108,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		if err != nil {
 			return fail(err)
 		}
-		cfg := agent.Config{
-			Store:    st,
-			Provider: m.provider,
-			Model:    m.spec,
-			Params:   m.params,
-			MaxSteps: w.cfg.MaxSteps,
-			Tools:    tools,
-			System:   w.systemSections(dir, w.workspaceRoot(dir)),
-			Cwd:      dir,
-			Hooks:    hooks,
-			Approver: req.Approver,
-		}
-		w.configureCompaction(&cfg, m.contextWindow)
+		cfg := w.agentConfig(st, m, dir, tools, hooks, req.Approver)
 		// The configured MCP servers and the editor's.
 		servers, err := w.startMCP(ctx, dir, mcpLogPath(st, req.SessionID), m.catalog, &cfg, acpMCPServers(req.MCPServers))
 		if err != nil {

@@ -254,15 +254,9 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 	if err != nil {
 		return err
 	}
-	id := f.session
-	if f.cont {
-		if id, err = latestIn(ctx, st, a.dir); err != nil {
-			return err
-		}
-	} else if id != "" {
-		if id, err = resolveID(ctx, st, id); err != nil {
-			return err
-		}
+	id, err := a.sessionToOpen(ctx, st, f.session, f.cont)
+	if err != nil {
+		return err
 	}
 	// Snapshot referenced sessions before this one is opened.
 	refs, err := a.snapshotRefs(ctx, st, id, append(sessionRefs(prompt), f.refs...))
@@ -294,20 +288,7 @@ func (a *app) run(ctx context.Context, fl *pflag.FlagSet, f runFlags, args []str
 	if err != nil {
 		return err
 	}
-	cfg := agent.Config{
-		Store:    st,
-		Provider: m.provider,
-		Model:    m.spec,
-		Params:   m.params,
-		MaxSteps: a.cfg.MaxSteps,
-		Tools:    tools,
-		System:   a.systemSections(dir, a.workspaceRoot(dir)),
-		Cwd:      dir,
-		Hooks:    hooks,
-		Approver: agentApprover{ch.approver(a.approver())},
-		Logger:   a.log,
-	}
-	a.configureCompaction(&cfg, m.contextWindow)
+	cfg := a.agentConfig(st, m, dir, tools, hooks, agentApprover{ch.approver(a.approver())})
 	sid := id
 	if sid == "" {
 		sid = agent.NewULID("s")

@@ -71,15 +71,9 @@ func (a *app) tui(ctx context.Context, f tuiFlags, prompt string) error {
 	if err != nil {
 		return err
 	}
-	id := f.session
-	if f.cont {
-		if id, err = latestIn(ctx, st, a.dir); err != nil {
-			return err
-		}
-	} else if id != "" {
-		if id, err = resolveID(ctx, st, id); err != nil {
-			return err
-		}
+	id, err := a.sessionToOpen(ctx, st, f.session, f.cont)
+	if err != nil {
+		return err
 	}
 	o := &tuiOpener{a: a, st: st, rules: &alwaysRules{a: a, face: "the terminal UI"}, ws: newWorkspaces(a)}
 	cfg := tui.Config{
@@ -193,19 +187,7 @@ func (o *tuiOpener) open(ctx context.Context, req tui.OpenRequest) (*tui.Session
 	if err != nil {
 		return fail(err)
 	}
-	cfg := agent.Config{
-		Store:    st,
-		Provider: m.provider,
-		Model:    m.spec,
-		Params:   m.params,
-		MaxSteps: w.cfg.MaxSteps,
-		Tools:    tools,
-		System:   w.systemSections(dir, w.workspaceRoot(dir)),
-		Cwd:      dir,
-		Hooks:    hooks,
-		Approver: req.Approver,
-	}
-	w.configureCompaction(&cfg, m.contextWindow)
+	cfg := w.agentConfig(st, m, dir, tools, hooks, req.Approver)
 	sid := req.SessionID
 	if sid == "" {
 		sid = agent.NewULID("s")

@@ -182,6 +182,41 @@ func (a *app) configuredPrices() map[string]catalog.Model {
 	return models
 }
 
+// agentConfig is the agent configuration of a session in dir, as every
+// face wires it: the model, the step limit, tools, the system prompt,
+// hooks, the approver of hooks' asks, logging, and compaction for the
+// model's context window. newAgent and resumeAgent add the redactor.
+func (a *app) agentConfig(st store.Store, m *model, dir string, tools *tool.Registry, hooks agent.Hooks, ap agent.Approver) agent.Config {
+	cfg := agent.Config{
+		Store:    st,
+		Provider: m.provider,
+		Model:    m.spec,
+		Params:   m.params,
+		MaxSteps: a.cfg.MaxSteps,
+		Tools:    tools,
+		System:   a.systemSections(dir, a.workspaceRoot(dir)),
+		Cwd:      dir,
+		Hooks:    hooks,
+		Approver: ap,
+		Logger:   a.log,
+	}
+	a.configureCompaction(&cfg, m.contextWindow)
+	return cfg
+}
+
+// sessionToOpen resolves --session (a unique prefix will do) and
+// --continue (the latest session of the working directory); "" is a new
+// session.
+func (a *app) sessionToOpen(ctx context.Context, st store.Store, id string, cont bool) (string, error) {
+	if cont {
+		return latestIn(ctx, st, a.dir)
+	}
+	if id == "" {
+		return "", nil
+	}
+	return resolveID(ctx, st, id)
+}
+
 // noModel is the provider of agents that must never call a model (rein
 // inject, sessions fork): any call fails as an invalid request.
 type noModel struct{}
