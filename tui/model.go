@@ -51,6 +51,7 @@ type Model struct {
 	parked   bool   // a cancel kept queued prompts waiting
 	retry    *retry // a failed request the agent sends again
 	spin     int
+	ticking  bool // a tick is on its way
 
 	base, inc stats // the background scan and what followed it
 	scanned   bool
@@ -137,6 +138,7 @@ func (m *Model) setTheme(name string) {
 
 // Init starts opening the first session.
 func (m *Model) Init() tea.Cmd {
+	m.ticking = true
 	cmds := []tea.Cmd{m.open(OpenRequest{SessionID: m.cfg.SessionID}), tick()}
 	if m.cfg.Theme == "auto" {
 		cmds = append(cmds, tea.RequestBackgroundColor)
@@ -180,7 +182,22 @@ func (m *Model) cwd() string {
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	cmd := m.update(msg)
 	m.layout()
+	if t := m.wakeTicks(); t != nil {
+		cmd = tea.Batch(cmd, t)
+	}
 	return m, cmd
+}
+
+// busy reports whether something moves on the screen by itself.
+func (m *Model) busy() bool { return m.running || m.opening || m.retry != nil }
+
+// wakeTicks restarts the ticks when something started moving.
+func (m *Model) wakeTicks() tea.Cmd {
+	if m.ticking || !m.busy() {
+		return nil
+	}
+	m.ticking = true
+	return tick()
 }
 
 func (m *Model) update(msg tea.Msg) tea.Cmd {
@@ -209,12 +226,14 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.in, cmd = m.in.Update(msg)
 		return cmd
 	case tickMsg:
+		// The spinner, the elapsed time and a retry's countdown move;
+		// idle, nothing does and the ticks stop.
 		m.spin++
-		if m.running && m.conv != nil && m.conv.open != nil {
-			// Running cards show time passing through the status line only:
-			// nothing to redraw in the conversation.
+		if m.busy() {
+			return tick()
 		}
-		return tick()
+		m.ticking = false
+		return nil
 	case openedMsg:
 		return m.opened(msg)
 	case feedMsg:

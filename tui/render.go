@@ -183,11 +183,7 @@ func (it *item) render(rc renderCtx) []string {
 	}
 	if rc.selected {
 		for i, l := range lines {
-			if i == 0 {
-				lines[i] = rc.th.sel.Render("▌") + l
-			} else {
-				lines[i] = rc.th.sel.Render("▌") + l
-			}
+			lines[i] = rc.th.sel.Render("▌") + l
 		}
 	}
 	return lines

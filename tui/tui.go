@@ -38,10 +38,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/store"
@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg Config, opts Options) (*Program, error) {
 		popts = append(popts, tea.WithWindowSize(opts.Width, opts.Height))
 	}
 	if cfg.Theme == "plain" {
-		popts = append(popts, tea.WithColorProfile(0)) // colorprofile.NoTTY
+		popts = append(popts, tea.WithColorProfile(colorprofile.NoTTY))
 	}
 	p := tea.NewProgram(m, popts...)
 	m.send = p.Send
@@ -235,12 +235,6 @@ func indexByte(b []byte, c byte) int {
 		}
 	}
 	return -1
-}
-
-// IsTerminal reports whether f is a terminal the UI can run in.
-func IsTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // describeOpenError turns Open's errors into what the person reads.
