@@ -323,11 +323,11 @@ func (m *Model) opened(msg openedMsg) tea.Cmd {
 		if msg.req.ForkOf != "" {
 			what = msg.req.ForkOf
 		}
-		m.local("cannot open the session: "+describeOpenError(what, msg.err), true)
-		if m.sess == nil && m.conv == nil {
-			m.conv = newConv(emptyLog{}, m.cfg.Cwd)
-			m.conv.addLocal(&item{kind: itemLocal, warn: true, e: transcript.Entry{Text: "cannot open the session: " + describeOpenError(what, msg.err) + " (/new starts a new one, /resume picks another, ctrl+c quits)"}})
+		text := "cannot open the session: " + describeOpenError(what, msg.err)
+		if m.sess == nil {
+			text += " (/new starts a new one, /resume picks another, ctrl+c quits)"
 		}
+		m.local(text, true)
 		return nil
 	}
 	s := msg.sess

@@ -701,3 +701,21 @@ func TestOtherKeysCommandsAndEvents(t *testing.T) {
 		t.Errorf("ctrl+l lost the conversation:\n%s", d.screen())
 	}
 }
+
+// TestLockedSession: a session another writer holds is not opened; the UI
+// says so and offers a way on.
+func TestLockedSession(t *testing.T) {
+	e := newEnv(t)
+	id := writeSession(t, e, 1)
+	w, _, err := e.st.Open(context.Background(), id) // another process, say
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	d := newDriver(t, Config{Open: e.open, SessionID: id}, 100, 24)
+	d.waitFor("cannot open the session: session long is open in another rein process")
+	d.waitFor("/new starts a new one")
+	if d.m.sess != nil {
+		t.Fatal("a locked session opened")
+	}
+}

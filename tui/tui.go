@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -240,7 +241,7 @@ func indexByte(b []byte, c byte) int {
 // describeOpenError turns Open's errors into what the person reads.
 func describeOpenError(id string, err error) string {
 	switch {
-	case errors.Is(err, store.ErrLocked):
+	case errors.Is(err, store.ErrLocked) && !strings.HasPrefix(err.Error(), "session "):
 		return fmt.Sprintf("session %s is open in another rein process", id)
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Sprintf("no session %s", id)

@@ -211,6 +211,10 @@ func (o *tuiOpener) open(ctx context.Context, req tui.OpenRequest) (*tui.Session
 	}
 	if err != nil {
 		servers.Close()
+		var le *store.LockedError
+		if errors.As(err, &le) { // say who holds it
+			err = fmt.Errorf("session %s is %s: %w", sid, runningWhere(le), err)
+		}
 		return fail(err)
 	}
 	ch.attach(ag)
