@@ -72,7 +72,10 @@ func (d *approvalDialog) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
 func (d *approvalDialog) view(m *Model, w, h int) []string {
 	th := m.th
 	title, _, _, diff := transcript.Describe(d.req.Name, d.req.Arguments, "")
-	out := []string{th.warn.Render("? allow "+d.req.Name+": ") + th.bold.Render(ansi.Truncate(title, w-12, "…"))}
+	if title == "" {
+		title = d.req.Name
+	}
+	out := []string{th.warn.Render("? allow ") + th.bold.Render(ansi.Truncate(title, w-10, "…"))}
 	if d.req.Reason != "" {
 		out = append(out, indent("rein asks because: "+d.req.Reason, w, "  ", "  ", th.dim)...)
 	}

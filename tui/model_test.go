@@ -176,16 +176,16 @@ func TestApprovals(t *testing.T) {
 	ag := d.opened()
 	d.typ("clean up")
 	d.press("enter")
-	d.waitFor("? allow bash: bash: echo one")
+	d.waitFor("? allow bash: echo one")
 	for _, want := range []string{"rein asks because: commands need approval", "$ echo one", "[y] allow once", "[A] always allow bash(*)", "[n] deny"} {
 		if !d.shows(want) {
 			t.Errorf("dialog lacks %q:\n%s", want, d.screen())
 		}
 	}
 	d.press("y")
-	d.waitFor("? allow bash: bash: echo two")
+	d.waitFor("? allow bash: echo two")
 	d.press("A")
-	d.waitFor("? allow bash: bash: rm -rf build")
+	d.waitFor("? allow bash: rm -rf build")
 	d.press("n")
 	d.waitFor("Two ran, one did not.")
 	d.idle()
