@@ -235,13 +235,19 @@ func (a *app) decide(ctx context.Context, root string, items []trust.Item, ask b
 		}
 		a.log.Debug("trust", "root", d.Root, "status", d.Status, "apply", d.Apply, "by", d.By, "items", len(d.Items))
 	}
+	a.remember(key, d)
+	return d
+}
+
+// remember makes d this process's trust decision for the workspace whose
+// key is key.
+func (a *app) remember(key string, d trust.Decision) {
 	a.proc.mu.Lock()
+	defer a.proc.mu.Unlock()
 	if a.proc.decisions == nil {
 		a.proc.decisions = map[string]trust.Decision{}
 	}
 	a.proc.decisions[key] = d
-	a.proc.mu.Unlock()
-	return d
 }
 
 // decision returns the trust decision this process made for the

@@ -252,6 +252,10 @@ func (o *tuiOpener) trust(ctx context.Context, ask trust.Asker) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	// The answer is this run's decision from now on: the next session
+	// opened loads the workspace's configuration afresh and applies it.
+	a.remember(trust.Key(root), d)
+	o.ws.forget(root)
 	switch {
 	case len(d.Items) == 0:
 		return "the workspace " + root + " has no settings that need trust", nil

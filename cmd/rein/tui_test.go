@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,9 +13,12 @@ import (
 	"time"
 
 	"github.com/reinhq/rein/llm"
+	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/jsonl"
+	"github.com/reinhq/rein/trust"
+	"github.com/reinhq/rein/tui"
 )
 
 // tmuxTerm is a real terminal: a tmux server of the test's own, one
@@ -190,4 +195,61 @@ func TestTUIInTmux(t *testing.T) {
 	}
 	tm2.key("C-c")
 	tm2.waitFor("[exit 0]")
+}
+
+// askTrust answers the trust question with a function.
+type askTrust func(trust.Question) trust.Answer
+
+func (f askTrust) AskTrust(_ context.Context, q trust.Question) (trust.Answer, error) {
+	return f(q), nil
+}
+
+// /trust in the UI decides for the rest of the run: a session opened after
+// it (/new, /resume) gets the workspace settings the answer allows, though
+// the run decided otherwise when it started, and is not asked again.
+func TestTUITrustAppliesToLaterSessions(t *testing.T) {
+	repo := secureEnv(t)
+	script := filepath.Join(t.TempDir(), "none.json")
+	writeFile(t, script, `{"calls": []}`)
+	t.Setenv("REIN_MODEL", "scripted:"+script)
+	writeFile(t, filepath.Join(repo, ".rein", "config.toml"), "system_prompt = \"the project's prompt\"\n")
+	var stderr bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr, getenv: os.Getenv, red: redact.New(), proc: &procState{}}
+	root := a.rootCmd()
+	a.cwd = repo // after the flags are defined (their default is "")
+	if err := a.setup(root); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.openStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &tuiOpener{a: a, st: st, rules: &alwaysRules{a: a, face: "the terminal UI"}, ws: newWorkspaces(a)}
+	ctx := context.Background()
+	open := func(ask trust.Asker) string {
+		t.Helper()
+		s, err := o.open(ctx, tui.OpenRequest{Ask: ask})
+		if err != nil {
+			t.Fatalf("open: %v\n%s", err, stderr.String())
+		}
+		defer s.Close()
+		if err := s.Agent.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return o.ws.views[trust.Key(repo)].cfg.SystemPrompt
+	}
+	if got := open(askTrust(func(trust.Question) trust.Answer { return trust.No })); got != "" {
+		t.Fatalf("untrusted: system prompt %q", got)
+	}
+	msg, err := o.trust(ctx, askTrust(func(trust.Question) trust.Answer { return trust.Once }))
+	if err != nil || !strings.Contains(msg, "opened from now on") {
+		t.Fatalf("/trust: %q, %v", msg, err)
+	}
+	got := open(askTrust(func(q trust.Question) trust.Answer {
+		t.Errorf("asked again after /trust: %s", q.Text())
+		return trust.No
+	}))
+	if got != "the project's prompt" {
+		t.Errorf("after /trust: system prompt %q", got)
+	}
 }

@@ -75,6 +75,15 @@ func (ws *workspaces) open(ctx context.Context, dir string, ask trust.Asker, mod
 	return w, hc, &m, nil
 }
 
+// forget drops the view of the workspace root: the next session there
+// gets a view loaded afresh (its trust decided again, or as remembered).
+// Open sessions keep theirs.
+func (ws *workspaces) forget(root string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	delete(ws.views, trust.Key(root))
+}
+
 // verify checks that each scripted model used its whole script.
 func (ws *workspaces) verify() error {
 	ws.mu.Lock()
