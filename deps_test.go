@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"mcp":                   {"tool", "llm"},
 	"hook":                  {"agent", "session", "llm", "tool", "sandbox"},
 	"acp":                   {"agent", "transcript", "session", "llm", "store", "tool"},
-	"tui":                   {"agent", "transcript", "session", "llm", "store", "trust"},
+	"tui":                   {"agent", "transcript", "session", "llm", "store", "trust", "display"},
 	"cmd/...":               {"*"},
 	"bench":                 {"*"},
 	"bench/...":             {"*"},

@@ -75,7 +75,7 @@ func (d *approvalDialog) view(m *Model, w, h int) []string {
 	if title == "" {
 		title = d.req.Name
 	}
-	out := []string{th.warn.Render("? allow ") + th.bold.Render(ansi.Truncate(title, w-10, "…"))}
+	out := []string{th.warn.Render("? allow ") + th.bold.Render(ansi.Truncate(safe(title), w-10, "…"))}
 	if d.req.Reason != "" {
 		out = append(out, indent("rein asks because: "+d.req.Reason, w, "  ", "  ", th.dim)...)
 	}
@@ -95,7 +95,7 @@ func (d *approvalDialog) view(m *Model, w, h int) []string {
 	out = append(out, body...)
 	opts := "[y] allow once"
 	if d.rule != "" {
-		opts += "   [A] always allow " + d.rule
+		opts += "   [A] always allow " + safe(d.rule)
 	}
 	opts += "   [n] deny"
 	return append(out, th.accent.Render(ansi.Truncate(opts, w, "…")))
@@ -132,7 +132,7 @@ func (d *trustDialog) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
 
 func (d *trustDialog) view(m *Model, w, h int) []string {
 	th := m.th
-	out := []string{th.warn.Render("? trust the workspace " + d.q.Decision.Root + "?")}
+	out := []string{th.warn.Render("? trust the workspace " + safe(d.q.Decision.Root) + "?")}
 	body := indent(strings.TrimRight(d.q.Text(), "\n"), w, "  ", "  ", lipgloss.NewStyle())
 	room := max(h-len(out)-1, 1)
 	if len(body) > room {
@@ -218,7 +218,7 @@ func (d *pickerDialog) view(m *Model, w, h int) []string {
 	shown := d.shown()
 	head := th.accent.Render(d.title)
 	if d.filter != "" {
-		head += th.dim.Render("  filter: ") + d.filter
+		head += th.dim.Render("  filter: ") + safe(d.filter)
 	} else {
 		head += th.dim.Render("  (type to filter · enter picks · esc closes)")
 	}
@@ -233,12 +233,12 @@ func (d *pickerDialog) view(m *Model, w, h int) []string {
 	}
 	for i := start; i < len(shown) && i < start+room; i++ {
 		it := shown[i]
-		line := "  " + it.label
+		line := "  " + safe(it.label)
 		if i == d.sel {
-			line = th.sel.Render("› " + it.label)
+			line = th.sel.Render("› " + safe(it.label))
 		}
 		if it.hint != "" {
-			line += th.dim.Render("  " + it.hint)
+			line += th.dim.Render("  " + safe(it.hint))
 		}
 		out = append(out, ansi.Truncate(line, w, "…"))
 	}

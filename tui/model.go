@@ -532,9 +532,9 @@ func (m *Model) bottomLines() (lines []string, inputTop int) {
 			if i >= 6 {
 				break
 			}
-			l := "  @session:" + it.value + th.dim.Render("  "+it.hint)
+			l := "  @session:" + safe(it.value) + th.dim.Render("  "+safe(it.hint))
 			if i == m.comp.sel {
-				l = th.sel.Render("› @session:"+it.value) + th.dim.Render("  "+it.hint)
+				l = th.sel.Render("› @session:"+safe(it.value)) + th.dim.Render("  "+safe(it.hint))
 			}
 			out = append(out, ansi.Truncate(l, w, "…"))
 		}
@@ -560,7 +560,7 @@ func (m *Model) queueLines(w int) []string {
 				out = append(out, th.dim.Render(fmt.Sprintf("  … %d more", len(list)-2)))
 				break
 			}
-			out = append(out, ansi.Truncate(st.Render(mark)+" "+firstLine(llm.PlainText(q.Content)), w, "…"))
+			out = append(out, ansi.Truncate(st.Render(mark)+" "+safe(firstLine(llm.PlainText(q.Content))), w, "…"))
 		}
 	}
 	if len(m.steering) > 0 {
@@ -623,11 +623,11 @@ func (m *Model) statusLine(w int) string {
 	case m.opening:
 		left = th.accent.Render(spinner(m.spin)) + " opening…"
 	case m.retry != nil:
-		left = th.warn.Render("⟳ " + m.retry.text(m.now()))
+		left = th.warn.Render("⟳ " + safe(m.retry.text(m.now())))
 	case m.running:
 		left = th.accent.Render(spinner(m.spin)) + " working " + elapsed(m.now().Sub(m.since))
 	case m.status != "":
-		left = th.warn.Render(m.status)
+		left = th.warn.Render(safe(m.status))
 	default:
 		left = "rein"
 	}
@@ -650,7 +650,7 @@ func (m *Model) statusLine(w int) string {
 		}
 		parts = append(parts, shortID(s.Agent.ID()))
 	}
-	line := left + th.status.Render(" · "+strings.Join(parts, " · "))
+	line := left + th.status.Render(" · "+safe(strings.Join(parts, " · ")))
 	return ansi.Truncate(line, w, "…")
 }
 

@@ -10,10 +10,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/reinhq/rein/agent"
+	"github.com/reinhq/rein/display"
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/llm/scripted"
 	"github.com/reinhq/rein/session"
@@ -717,5 +719,87 @@ func TestLockedSession(t *testing.T) {
 	d.waitFor("/new starts a new one")
 	if d.m.sess != nil {
 		t.Fatal("a locked session opened")
+	}
+}
+
+// TestUntrustedTextIsEscaped: what the model, a tool, a hook or a stored
+// session wrote reaches the terminal with its control characters escaped
+// as the CLI escapes them (package display): the frame holds no escape
+// sequence but the UI's own styling (SGR), no other control character and
+// no bidi override, and shows the escapes instead.
+func TestUntrustedTextIsEscaped(t *testing.T) {
+	e := newEnv(t,
+		scripted.Call{Reply: scripted.Reply{
+			Reasoning: []string{"plan\x1b[2J"},
+			Text:      []string{"Running \x1b]52;c;ZXZpbA==\x07"},
+			ToolCalls: []scripted.ToolCall{
+				{ID: "b", Name: "bash", Arguments: `{"command":"echo \u001b]0;title\u0007ok; printf 'x\\033[8mhidden\\r\\n'"}`},
+				{ID: "x", Name: "no\u202etool", Arguments: `{"why":"\u001b[31mred"}`},
+			}}},
+		scripted.Answer("done \u202eevil\x1b[1A"),
+	)
+	e.hooks.ToolPre = []agent.Hook[agent.ToolCallInfo, agent.ToolDecision]{
+		func(ctx context.Context, in agent.ToolCallInfo, next func(context.Context, agent.ToolCallInfo) (agent.ToolDecision, error)) (agent.ToolDecision, error) {
+			if in.Name != "bash" {
+				return next(ctx, in)
+			}
+			return agent.ToolDecision{Kind: agent.Ask, Reason: "a hook\x1b[2K says so"}, nil
+		}}
+	d := newDriver(t, Config{Open: e.open, Sessions: func(ctx context.Context) ([]store.Info, error) { return e.st.List(ctx) }}, 120, 60)
+	ag := d.opened()
+	clean := func(when string) {
+		t.Helper()
+		frame := d.m.View().Content
+		for i := 0; i < len(frame); {
+			r, n := utf8.DecodeRuneInString(frame[i:])
+			if r == 0x1b { // only SGR: ESC [ params m
+				j := i + 2
+				for j < len(frame) && frame[i+1] == '[' && strings.IndexByte("0123456789;:", frame[j]) >= 0 {
+					j++
+				}
+				if frame[i+1] != '[' || j >= len(frame) || frame[j] != 'm' {
+					t.Errorf("%s: escape sequence %q in the frame:\n%s", when, frame[i:min(i+12, len(frame))], d.screen())
+					return
+				}
+				i = j + 1
+				continue
+			}
+			if r != '\n' && display.Unsafe(r) {
+				t.Errorf("%s: control character %U in the frame:\n%s", when, r, d.screen())
+				return
+			}
+			i += n
+		}
+	}
+	d.typ("go")
+	d.press("enter")
+	d.waitFor("? allow bash")
+	clean("the approval")
+	for _, want := range []string{`echo \u001b]0;title\u0007ok`, `a hook\u001b[2K says so`} {
+		if !d.shows(want) {
+			t.Errorf("the approval lacks %q:\n%s", want, d.screen())
+		}
+	}
+	d.press("y")
+	d.waitFor("done")
+	d.idle()
+	if err := ag.SetTitle("title\x1b[2J"); err != nil {
+		t.Fatal(err)
+	}
+	d.do(noticeMsg{text: "rein: hook: \x1b]0;pwned\x07"})
+	d.press("ctrl+o") // every card, reasoning and hook run unfolded
+	clean("the conversation")
+	for _, want := range []string{`Running \u001b]52;c;ZXZpbA==\u0007`, `done \u202eevil\u001b[1A`, `plan\u001b[2J`,
+		"│ x\\u001b[8mhidden\n", `no\u202etool`, `rein: hook: \u001b]0;pwned\u0007`} {
+		if !d.shows(want) {
+			t.Errorf("the conversation lacks %q:\n%s", want, d.screen())
+		}
+	}
+	d.typ("/sessions")
+	d.press("enter")
+	d.waitFor("sessions  (type to filter")
+	clean("the session list")
+	if !d.shows(`title\u001b[2J`) {
+		t.Errorf("the session list lacks the escaped title:\n%s", d.screen())
 	}
 }

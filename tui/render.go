@@ -12,9 +12,23 @@ import (
 	"github.com/aymanbagabas/go-udiff"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/reinhq/rein/display"
 	"github.com/reinhq/rein/session"
 	"github.com/reinhq/rein/transcript"
 )
+
+// safe returns text rein did not write (the model's, a tool's, a hook's, a
+// repository's, a stored session's) with its control characters and bidi
+// overrides escaped as the CLI escapes them on a terminal (display.Escape),
+// "\r\n" line ends made "\n": nothing in it reaches the terminal as an
+// escape sequence or moves the cursor. Every such text passes through it
+// before it is styled; the styling is the only escape sequence in a frame.
+func safe(s string) string {
+	if strings.IndexFunc(s, display.Unsafe) < 0 {
+		return s
+	}
+	return display.Escape(strings.ReplaceAll(s, "\r\n", "\n"))
+}
 
 // theme holds the styles of one colour scheme. The plain theme has none,
 // so golden frames do not depend on colours.
@@ -74,6 +88,7 @@ func (md *markdown) render(text string, width int) []string {
 		}
 		md.rs[width] = r
 	}
+	text = safe(text)
 	out, err := r.Render(strings.ReplaceAll(text, "\t", "    "))
 	if err != nil {
 		return wrap(text, width)
@@ -108,7 +123,7 @@ func wrap(text string, width int) []string {
 	if width < 4 {
 		width = 4
 	}
-	text = strings.TrimRight(strings.ReplaceAll(text, "\t", "    "), "\n")
+	text = strings.TrimRight(strings.ReplaceAll(safe(text), "\t", "    "), "\n")
 	if text == "" {
 		return nil
 	}
@@ -223,7 +238,7 @@ func renderEntry(e transcript.Entry, rc renderCtx) []string {
 	case transcript.User:
 		return indent(e.Text, w, th.user.Render("› "), "  ", th.bold)
 	case transcript.Context:
-		head := th.ctx.Render("⊕ context · " + transcript.Label(*e.Source))
+		head := th.ctx.Render("⊕ context · " + safe(transcript.Label(*e.Source)))
 		body := indent(e.Text, w, "  ", "  ", th.dim)
 		if !rc.expanded {
 			body = fold(body, 3, th)
@@ -239,7 +254,7 @@ func renderEntry(e transcript.Entry, rc renderCtx) []string {
 	case transcript.Steering:
 		lbl := "↪ steering"
 		if e.Source != nil && !e.Source.IsUser() {
-			lbl += " · " + transcript.Label(*e.Source)
+			lbl += " · " + safe(transcript.Label(*e.Source))
 		}
 		return indent(e.Text, w, th.accent.Render(lbl+": "), "  ", lipgloss.NewStyle())
 	case transcript.Reasoning:
@@ -292,9 +307,9 @@ func renderEntry(e transcript.Entry, rc renderCtx) []string {
 		if e.Error != "" {
 			return indent("compaction "+e.Text+": "+e.Error, w, th.bad.Render("✗ "), "  ", th.bad)
 		}
-		return []string{th.dim.Render("⋯ compaction " + e.Text)}
+		return []string{th.dim.Render("⋯ compaction " + safe(e.Text))}
 	case transcript.Unknown:
-		return []string{th.dim.Render("(unknown event " + e.Text + ")")}
+		return []string{th.dim.Render("(unknown event " + safe(e.Text) + ")")}
 	}
 	return nil // titles, models, deltas: shown elsewhere
 }
@@ -325,7 +340,7 @@ func planLines(items []transcript.PlanItem, th theme) []string {
 		case "in_progress":
 			mark, st = "▶", th.bold
 		}
-		out = append(out, "  "+mark+" "+st.Render(firstLine(it.Content)))
+		out = append(out, "  "+mark+" "+st.Render(safe(firstLine(it.Content))))
 	}
 	return out
 }
@@ -429,8 +444,8 @@ func (c *card) render(rc renderCtx) []string {
 	if c.rewritten {
 		title += " (input rewritten by a hook)"
 	}
-	head := c.icon(th) + " " + th.bold.Render(ansi.Truncate(title, max(w-30, 10), "…"))
-	if s := c.summary(); s != "" {
+	head := c.icon(th) + " " + th.bold.Render(ansi.Truncate(safe(title), max(w-30, 10), "…"))
+	if s := safe(c.summary()); s != "" {
 		head += th.dim.Render("  " + s)
 	}
 	out := []string{head}
@@ -529,7 +544,7 @@ func diffStat(u string) (add, del int) {
 
 func diffLines(u string, w int, th theme) []string {
 	var out []string
-	for _, l := range strings.Split(strings.TrimRight(u, "\n"), "\n") {
+	for _, l := range strings.Split(strings.TrimRight(safe(u), "\n"), "\n") {
 		st := th.dim
 		switch {
 		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):

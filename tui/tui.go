@@ -28,9 +28,13 @@
 // Keys, commands and the live-session socket are documented in
 // docs/tui.md.
 //
+// Text rein did not write (the model's, tools', hooks', a stored
+// session's) is escaped with package display before it is styled, so no
+// escape sequence of its own reaches the terminal.
+//
 // This package imports agent, transcript, session, llm, store (for session
-// summaries) and trust (the question), and the Charm libraries; never a
-// concrete store, provider or the CLI.
+// summaries), trust (the question) and display, and the Charm libraries;
+// never a concrete store, provider or the CLI.
 package tui
 
 import (
