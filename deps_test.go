@@ -9,7 +9,7 @@ import (
 const module = "github.com/reinhq/rein"
 
 // allowed maps a package (or a subtree, written "pkg/...") to the rein
-// packages it may import, as DESIGN.md §2 lays out the floors:
+// packages it may import, as the floors of AGENTS.md's layout lay them out:
 // llm, session, sandbox, redact, display, trust -> tool, store, transcript -> agent,
 // guard, mcp -> hook, acp, tui -> cmd/rein. No arrow runs back up. The most
 // specific entry wins.
@@ -98,7 +98,7 @@ func TestImportRules(t *testing.T) {
 					continue
 				}
 				if !contains(ok, dep) && !contains(ok, "*") && !contains(extra, dep) {
-					t.Errorf("%s imports %s: not allowed by DESIGN.md §2 floors", pkg, dep)
+					t.Errorf("%s imports %s: not allowed by the floors (AGENTS.md, Layout)", pkg, dep)
 				}
 			}
 		}

@@ -1,6 +1,6 @@
 // Package agent is rein's runtime: the Agent API (Send, Steer, Inject,
 // Cancel, WhenIdle, Close), the prompt queue and the outbox, the turn/step
-// driver, tool batches, and the extension points of SPEC §5.
+// driver, tool batches, and the extension points of docs/semantics.md.
 //
 // Concurrency: one owner goroutine per agent holds all of its state (the
 // session log, queue, outbox, phase) and never blocks on I/O. Public
@@ -167,7 +167,7 @@ func New(ctx context.Context, cfg Config) (*Agent, error) {
 }
 
 // Resume opens session id from st (taking its lock), repairs it as
-// SPEC §4 says, and returns its agent, idle: a resumed agent runs nothing
+// docs/semantics.md ("Persistence") says, and returns its agent, idle: a resumed agent runs nothing
 // by itself. Turn numbering continues from the log. The SessionStart chain
 // runs with source "resume".
 func Resume(ctx context.Context, st store.Store, id string, cfg Config) (*Agent, error) {
@@ -820,7 +820,7 @@ func (a *Agent) stage(ctxs []AdditionalContext, def session.Source) {
 	}
 }
 
-// RecordHookResult appends a log-only hook/result event (SPEC §3), e.g. by
+// RecordHookResult appends a log-only hook/result event (a log-only record), e.g. by
 // a command-hook bridge after each hook process ran. It may be called from
 // hooks (on the driver) or from any goroutine; the event lands at once,
 // between turns or inside the open turn (Turn is set from the log when

@@ -162,7 +162,7 @@ func withID(cfg agent.Config, id string) agent.Config { cfg.SessionID = id; retu
 // BenchmarkIdleMemory reports the heap held by one idle agent resumed from
 // a 10,000-event session in the JSONL store, as a ratio of the session
 // file's size (target <= 1.5): "realistic" is bench.Generate's mix (mostly
-// streamed chunks, like issue 2's benchmark session), "message-heavy" a
+// streamed chunks, like the store benchmarks' session), "message-heavy" a
 // worst case of few chunks per message. It also reports 1,000 idle agents
 // on small sessions, in bytes per agent (target <= 64 KiB).
 func BenchmarkIdleMemory(b *testing.B) {

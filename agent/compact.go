@@ -65,7 +65,7 @@ type CompactDecision struct {
 type driverKey struct{}
 
 // Compact replaces a prefix of the model's history with a summary written
-// by the same model (SPEC §3.2): compaction/start, a summary user/message
+// by the same model (docs/semantics.md, "The model's view of the log"): compaction/start, a summary user/message
 // (source system:compaction) whose replaces lists every shadowed seq,
 // compaction/end. Humans' transcripts still show the originals. The
 // PreCompact chain runs first and may block; SessionStart runs after with

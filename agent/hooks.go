@@ -58,7 +58,7 @@ func run[In, Out any](ctx context.Context, chain []Hook[In, Out], in In, final f
 	return step(0)(ctx, in)
 }
 
-// Hooks are the extension points of SPEC §5, each an ordered chain.
+// Hooks are the extension points (docs/semantics.md), each an ordered chain.
 type Hooks struct {
 	// PromptAdmission runs before a turn opens, once per queued prompt.
 	// The end of the chain allows the prompt unchanged.

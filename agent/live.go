@@ -12,7 +12,7 @@ import (
 // LiveType names a live (non-durable) agent event.
 type LiveType string
 
-// Live event types (SPEC §6).
+// Live event types (docs/semantics.md, "Live events").
 const (
 	LiveStatus    LiveType = "agent/status"
 	LiveQueued    LiveType = "agent/queued"

@@ -18,7 +18,7 @@ import (
 	"github.com/reinhq/rein/tool"
 )
 
-// The scenarios of SCENARIOS.md, one test each. Every test checks the
+// The acceptance scenarios of the runtime, one test each. Every test checks the
 // invariant and the request/projection equality in its harness cleanup.
 
 func TestScenario01IdleInject(t *testing.T) {

@@ -29,7 +29,7 @@ type call struct {
 	preCtxs  []AdditionalContext // from ToolPre
 }
 
-// runTools runs a batch (SPEC §2.5): calls start in model order, parallel
+// runTools runs a batch (docs/semantics.md, "Tool batches"): calls start in model order, parallel
 // ones overlap in a bounded pool, exclusive ones are barriers, results are
 // committed in model order. On cancel nothing new starts, started calls
 // finish and commit, unstarted ones get not-run results. It returns a

@@ -38,7 +38,7 @@ const (
 )
 
 // Part is one piece of message content. Its JSON form is the session file's
-// content part (FORMAT.md "Content").
+// content part (docs/format.md, "Shared shapes").
 type Part struct {
 	Type      string `json:"type"`
 	Text      string `json:"text,omitempty"`

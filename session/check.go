@@ -59,7 +59,7 @@ const (
 	callAnswered
 )
 
-// Checker is the incremental session-invariant checker (SPEC §3). The zero
+// Checker is the incremental session-invariant checker (docs/format.md, "Where events may appear"). The zero
 // value is the state of an empty log. It is not safe for concurrent use.
 //
 // Add costs O(size of the event), except a compaction summary, which costs

@@ -14,7 +14,7 @@ import (
 // Type is an event's wire type, e.g. "user/message".
 type Type string
 
-// The event types of SPEC §3 / FORMAT.md.
+// The event types of docs/format.md.
 const (
 	TypeTurnStart        Type = "turn/start"
 	TypeTurnEnd          Type = "turn/end"
@@ -103,7 +103,7 @@ type Source struct {
 	Name string `json:"name,omitempty"`
 }
 
-// Source kinds named by the SPEC; new kinds may appear and are shown by name.
+// Source kinds named by docs/format.md; new kinds may appear and are shown by name.
 const (
 	SourceUser        = "user"
 	SourceHook        = "hook"

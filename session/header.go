@@ -10,7 +10,7 @@ import (
 // Version is the session file format version this package reads and writes.
 const Version = 1
 
-// Header is a session's first line (FORMAT.md "Header"). Unknown fields are
+// Header is a session's first line (docs/format.md, "The header"). Unknown fields are
 // kept in Extra and written back unchanged.
 type Header struct {
 	ID        string

@@ -8,7 +8,7 @@ import (
 )
 
 // Projection is the incremental derivation of model messages from the log
-// (SPEC §3.1): user/message and steering/message become user messages,
+// (docs/semantics.md, "The model's view of the log"): user/message and steering/message become user messages,
 // assistant/message an assistant message (skipped when it has neither
 // content nor tool calls), tool/result a tool message. A compaction summary
 // (a user/message with Replaces) removes the messages of the events it

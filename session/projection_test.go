@@ -16,7 +16,7 @@ func texts(msgs []llm.Message) []string {
 	return out
 }
 
-// scenario24 returns the log of SPEC scenario 24 after the compaction:
+// scenario24 returns the log of acceptance scenario 24 (compaction across out-of-turn messages) after the compaction:
 // 0 ts1, 1 u1, 2 ss, 3 a1, 4 se, 5 te1, 6 A, 7 ts2, 8 u2, 9 ss, 10 a2,
 // 11 se, 12 te2, 13 B, 14 ts3, 15 u3, 16 te3, 17 cs, 18 S1, 19 ce, 20 u4.
 func scenario24(t *testing.T) *Log {

@@ -13,7 +13,7 @@ const (
 	CodeNotRun         = "not-run"
 )
 
-// Repair closes what a crash left open (SPEC §4 "Crash repair on load") by
+// Repair closes what a crash left open (docs/semantics.md, "Persistence") by
 // appending closers to l at l.LastTime(), and returns the added events
 // (none for a log that needs no repair).
 //

@@ -124,7 +124,7 @@ func golden(t *testing.T, path string, got []byte) {
 	}
 }
 
-// TestSourcesDecideKind pins the rule of SPEC §7: a message is shown as the
+// TestSourcesDecideKind pins the rule of docs/semantics.md ("What faces show"): a message is shown as the
 // user's only when its source kind is "user", whatever its text says.
 func TestSourcesDecideKind(t *testing.T) {
 	l := session.NewLog(session.Header{ID: "s"})

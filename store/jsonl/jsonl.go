@@ -1,5 +1,5 @@
 // Package jsonl is rein's default, embedded session store: one JSONL file
-// per session under <root>/sessions/<id>.jsonl, in the format of FORMAT.md
+// per session under <root>/sessions/<id>.jsonl, in the format of docs/format.md
 // (a header line, then one event per line).
 //
 // On-disk layout (see docs/notes/2026-11-30-jsonl-store.md):
@@ -648,7 +648,7 @@ func (s *Store) info(id string) (store.Info, error) {
 
 // Fork implements store.Store by copying: the child file holds a new header
 // (parent, forkSeq) followed by the parent's event lines 0..at verbatim,
-// so it is a complete session in the format of FORMAT.md. The parent's
+// so it is a complete session in the format of docs/format.md. The parent's
 // events are not parsed: the fork index sidecar (<id>.idx, see index.go)
 // gives the turn and between-turn compaction spans and the offset where
 // line at ends; lines past the size it describes, or all of them when it
