@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -292,6 +293,40 @@ func (e *Error) Error() string {
 		return fmt.Sprintf("%s (HTTP %d): %s", e.Code, e.Status, e.Message)
 	}
 	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Summary says what went wrong, for a person: "rate limited (429)",
+// "network error: connection reset". Network errors, timeouts and codes
+// without a phrase of their own add the message.
+func (e *Error) Summary() string {
+	var s string
+	switch e.Code {
+	case CodeRateLimit:
+		s = "rate limited"
+	case CodeOverloaded:
+		s = "the provider is overloaded"
+	case CodeServer:
+		s = "server error"
+	case CodeNetwork:
+		s = withDetail("network error", e.Message)
+	case CodeTimeout:
+		s = withDetail("the request timed out", e.Message)
+	case CodeEmptyResponse:
+		s = "empty response"
+	default:
+		s = withDetail(string(e.Code), e.Message)
+	}
+	if e.Status != 0 {
+		s += " (" + strconv.Itoa(e.Status) + ")"
+	}
+	return s
+}
+
+func withDetail(s, detail string) string {
+	if detail == "" {
+		return s
+	}
+	return s + ": " + detail
 }
 
 // AsError returns err as an *Error, classifying a context error as

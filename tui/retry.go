@@ -22,25 +22,7 @@ func newRetry(l agent.Live, now time.Time) *retry {
 	what := "the model request failed"
 	var e *llm.Error
 	if errors.As(l.Err, &e) {
-		switch e.Code {
-		case llm.CodeRateLimit:
-			what = "rate limited"
-		case llm.CodeOverloaded:
-			what = "the provider is overloaded"
-		case llm.CodeServer:
-			what = "server error"
-		case llm.CodeNetwork:
-			what = "network error"
-		case llm.CodeTimeout:
-			what = "the request timed out"
-		case llm.CodeEmptyResponse:
-			what = "empty response"
-		default:
-			what = string(e.Code)
-		}
-		if e.Status != 0 {
-			what += fmt.Sprintf(" (%d)", e.Status)
-		}
+		what = e.Summary()
 	}
 	return &retry{what: what, at: now.Add(l.Wait), attempt: l.Attempt + 1}
 }

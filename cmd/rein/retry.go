@@ -21,38 +21,17 @@ func (a *app) retryHook(policy retry.Policy, quiet bool) agent.Hook[agent.Reques
 		case ok:
 			a.log.Debug("model request failed; retrying", "code", e.Code, "attempt", attempt, "wait", wait)
 			if !quiet {
-				fmt.Fprintf(a.stderr, "rein: %s; retry %d/%d in %s\n", failureText(e), attempt, policy.MaxRetries, seconds(wait))
+				fmt.Fprintf(a.stderr, "rein: %s; retry %d/%d in %s\n", e.Summary(), attempt, policy.MaxRetries, seconds(wait))
 			}
 		case !e.Code.Retryable():
 		case policy.MaxRetryAfter > 0 && e.RetryAfter > policy.MaxRetryAfter && attempt <= policy.MaxRetries:
 			fmt.Fprintf(a.stderr, "rein: %s; the provider asks to wait %s, longer than rein waits (%s): not retrying\n",
-				failureText(e), seconds(e.RetryAfter), seconds(policy.MaxRetryAfter))
+				e.Summary(), seconds(e.RetryAfter), seconds(policy.MaxRetryAfter))
 		case attempt > policy.MaxRetries:
-			fmt.Fprintf(a.stderr, "rein: %s; giving up after %d retries\n", failureText(e), policy.MaxRetries)
+			fmt.Fprintf(a.stderr, "rein: %s; giving up after %d retries\n", e.Summary(), policy.MaxRetries)
 		}
 		return wait, ok
 	})
-}
-
-// failureText says what went wrong with a model request, for a person.
-func failureText(e *llm.Error) string {
-	var s string
-	switch e.Code {
-	case llm.CodeRateLimit:
-		s = "rate limited"
-	case llm.CodeOverloaded:
-		s = "the provider is overloaded"
-	case llm.CodeServer:
-		s = "server error"
-	case llm.CodeEmptyResponse:
-		s = "empty response"
-	default:
-		s = string(e.Code) + ": " + e.Message
-	}
-	if e.Status != 0 {
-		s += " (" + strconv.Itoa(e.Status) + ")"
-	}
-	return s
 }
 
 // seconds formats d for a person: "0.5 s", "7 s", "120 s".
