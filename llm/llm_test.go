@@ -57,3 +57,19 @@ func TestWithTimeoutLeavesTheCallersCancelAlone(t *testing.T) {
 		t.Errorf("a zero bound wraps the provider")
 	}
 }
+
+func TestErrorSummary(t *testing.T) {
+	for _, tc := range []struct {
+		e    llm.Error
+		want string
+	}{
+		{llm.Error{Code: llm.CodeRateLimit, Status: 429, Message: "slow down"}, "rate limited (429)"},
+		{llm.Error{Code: llm.CodeNetwork, Message: "connection reset"}, "network error: connection reset"},
+		{llm.Error{Code: llm.CodeTimeout}, "the request timed out"},
+		{llm.Error{Code: llm.CodeAuth, Status: 401, Message: "bad key"}, "auth: bad key (401)"},
+	} {
+		if got := tc.e.Summary(); got != tc.want {
+			t.Errorf("%+v: Summary() = %q, want %q", tc.e, got, tc.want)
+		}
+	}
+}
