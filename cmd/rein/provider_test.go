@@ -56,7 +56,7 @@ func TestKnobsReachARealAdapter(t *testing.T) {
 	if code != 0 || out != "second answer\n" {
 		t.Fatalf("exit %d, stdout %q (want only the final attempt), stderr %s", code, out, errOut)
 	}
-	if !regexp.MustCompile(`(?m)^rein: timeout: no data from the provider for 300ms; retry 1/5 in \d\.\d s$`).MatchString(errOut) {
+	if !regexp.MustCompile(`(?m)^rein: the request timed out: no data from the provider for 300ms; retry 1/5 in \d\.\d s$`).MatchString(errOut) {
 		t.Errorf("stderr does not report the stalled stream's retry:\n%s", errOut)
 	}
 
