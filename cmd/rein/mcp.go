@@ -213,8 +213,19 @@ func modelTakesImages(m catalog.Model) bool {
 
 // mcpLogPath is where session id's MCP server stderr goes: ID.mcp.log
 // beside the session file of a JSONL store, else under the local data
-// directory (mcp-logs/ID.mcp.log); "" when there is no such place.
+// directory (mcp-logs/ID.mcp.log), which it creates; "" when there is no
+// such place.
 func mcpLogPath(st store.Store, id string) string {
+	p := mcpLogFile(st, id)
+	if p == "" || os.MkdirAll(filepath.Dir(p), 0o700) != nil {
+		return ""
+	}
+	return p
+}
+
+// mcpLogFile is mcpLogPath without creating anything: what 'sessions rm'
+// removes with the session.
+func mcpLogFile(st store.Store, id string) string {
 	if js, ok := st.(*jsonl.Store); ok {
 		return strings.TrimSuffix(js.Path(id), ".jsonl") + ".mcp.log"
 	}
@@ -222,11 +233,7 @@ func mcpLogPath(st store.Store, id string) string {
 	if err != nil {
 		return ""
 	}
-	dir := filepath.Join(root, "mcp-logs")
-	if os.MkdirAll(dir, 0o700) != nil {
-		return ""
-	}
-	return filepath.Join(dir, id+".mcp.log")
+	return filepath.Join(root, "mcp-logs", id+".mcp.log")
 }
 
 // mcpSession is the MCP servers of one agent.

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -364,8 +366,9 @@ func (a *app) sessionsRm() *cobra.Command {
 	return &cobra.Command{
 		Use:   "rm ID...",
 		Short: "Delete sessions",
-		Long:  `Rm deletes each session's file. A session another process is running is refused (exit 4).`,
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Rm deletes each session: its file, its scratch files and its MCP server log.
+A session another process is running is refused (exit 4).`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.openStore()
 			if err != nil {
@@ -378,6 +381,12 @@ func (a *app) sessionsRm() *cobra.Command {
 				}
 				if err := st.Delete(cmd.Context(), id); err != nil {
 					return lockedError(id, fmt.Errorf("rm %s: %w", id, err))
+				}
+				// The session's MCP server log goes with it.
+				if p := mcpLogFile(st, id); p != "" {
+					if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						fmt.Fprintf(a.stderr, "rein: %s: the MCP server log stays: %v\n", id, err)
+					}
 				}
 				fmt.Fprintf(a.stdout, "removed %s\n", id)
 			}
