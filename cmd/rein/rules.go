@@ -98,10 +98,14 @@ func (r *alwaysRules) session(w *app, dir, mode string) (*sessionPolicy, error) 
 	return ps, nil
 }
 
-// drop forgets a session's policy (the session closed).
+// drop forgets a session's policy (the session closed) and closes the
+// sandboxes of its mode views, which only that session used.
 func (r *alwaysRules) drop(ps *sessionPolicy) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for _, v := range ps.byMode {
+		v.closeSandboxes()
+	}
 	for i, x := range r.sessions {
 		if x == ps {
 			r.sessions = append(r.sessions[:i:i], r.sessions[i+1:]...)

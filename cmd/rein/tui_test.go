@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reinhq/rein/config"
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/redact"
 	"github.com/reinhq/rein/session"
@@ -251,5 +252,47 @@ func TestTUITrustAppliesToLaterSessions(t *testing.T) {
 	}))
 	if got != "the project's prompt" {
 		t.Errorf("after /trust: system prompt %q", got)
+	}
+}
+
+// A closed session releases its sandboxes: the descriptors of the launcher
+// and the write roots its mode views opened are closed, so a long-lived
+// rein acp or UI does not gather them session after session.
+func TestClosedSessionClosesItsSandboxes(t *testing.T) {
+	repo := secureEnv(t)
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: os.Getenv, red: redact.New(), proc: &procState{}}
+	root := a.rootCmd()
+	a.cwd = repo
+	if err := a.setup(root); err != nil {
+		t.Fatal(err)
+	}
+	rules := &alwaysRules{a: a, face: "the terminal UI"}
+	fds := func() int {
+		t.Helper()
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Skip("no /proc/self/fd:", err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	for range 3 {
+		ps, err := rules.session(a, repo, config.WorkspaceWrite)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened := 0
+		for _, v := range ps.byMode {
+			if v.sandbox(repo) != nil {
+				opened++
+			}
+		}
+		if opened == 0 || fds() <= before {
+			t.Fatalf("no sandbox held a descriptor (%d opened)", opened)
+		}
+		rules.drop(ps)
+	}
+	if after := fds(); after > before {
+		t.Errorf("%d descriptors before three sessions, %d after they closed", before, after)
 	}
 }

@@ -335,6 +335,15 @@ func (a *app) sandbox(dir string) *sandbox.Sandbox {
 	return sb
 }
 
+// closeSandboxes releases the descriptors a's sandboxes hold: for a view
+// whose sessions have all closed.
+func (a *app) closeSandboxes() {
+	for dir, sb := range a.sandboxes {
+		sb.Close()
+		delete(a.sandboxes, dir)
+	}
+}
+
 // approver answers the policy's "ask": --yes approves, otherwise a headless
 // run denies.
 func (a *app) approver() guard.Approver {
