@@ -89,6 +89,12 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		if err != nil {
 			return nil, err
 		}
+		if !req.Create { // a loaded session keeps its model, as with 'rein run --session'
+			var notice string
+			if m, notice = ws.resumed(w, m, lastRequestModel(st, req.SessionID)); notice != "" {
+				a.log.Warn("acp: " + notice)
+			}
+		}
 		ps, err := rules.session(w, dir, w.cfg.PermissionMode)
 		if err != nil {
 			return nil, err

@@ -167,6 +167,11 @@ func (o *tuiOpener) open(ctx context.Context, req tui.OpenRequest) (*tui.Session
 	if err != nil {
 		return nil, err
 	}
+	// A resumed session keeps its model, as with 'rein run --session'.
+	var notice string
+	if req.SessionID != "" && req.Model == "" {
+		m, notice = o.ws.resumed(w, m, lastRequestModel(st, req.SessionID))
+	}
 	ps, err := o.rules.session(w, dir, w.cfg.PermissionMode)
 	if err != nil {
 		return nil, err
@@ -218,13 +223,13 @@ func (o *tuiOpener) open(ctx context.Context, req tui.OpenRequest) (*tui.Session
 		return fail(err)
 	}
 	ch.attach(ag)
-	s := &tui.Session{Agent: ag, Model: m.spec, ContextWindow: m.contextWindow, Mode: ps.mode(), Cwd: dir, Title: title, Rules: o.rules}
+	s := &tui.Session{Agent: ag, Model: m.spec, ContextWindow: m.contextWindow, Mode: ps.mode(), Cwd: dir, Title: title, Rules: o.rules, Notice: notice}
 	// The live-session socket: 'rein inject' reaches the session through
 	// it while the UI holds the lock.
 	var sock *tui.Socket
 	if path := a.liveSocket(st, ag.ID()); path != "" {
 		if sock, err = tui.ServeInject(path, ag); err != nil {
-			s.Notice = "rein inject cannot reach this session while it is open here: " + err.Error()
+			s.Notice = strings.TrimSpace(notice + "\nrein inject cannot reach this session while it is open here: " + err.Error())
 			sock = nil
 		}
 	}

@@ -198,6 +198,22 @@ func TestTUIInTmux(t *testing.T) {
 	tm2.waitFor("[exit 0]")
 }
 
+// setupApp is rein set up in dir as by the command line args, its stderr
+// going to stderr: what the UI's and rein acp's openers work with.
+func setupApp(t *testing.T, dir string, stderr io.Writer, args ...string) *app {
+	t.Helper()
+	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: os.Getenv, red: redact.New(), proc: &procState{}}
+	root := a.rootCmd()
+	if err := root.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	a.cwd = dir // after the flags are defined (their default is "")
+	if err := a.setup(root); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 // askTrust answers the trust question with a function.
 type askTrust func(trust.Question) trust.Answer
 
@@ -215,12 +231,7 @@ func TestTUITrustAppliesToLaterSessions(t *testing.T) {
 	t.Setenv("REIN_MODEL", "scripted:"+script)
 	writeFile(t, filepath.Join(repo, ".rein", "config.toml"), "system_prompt = \"the project's prompt\"\n")
 	var stderr bytes.Buffer
-	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr, getenv: os.Getenv, red: redact.New(), proc: &procState{}}
-	root := a.rootCmd()
-	a.cwd = repo // after the flags are defined (their default is "")
-	if err := a.setup(root); err != nil {
-		t.Fatal(err)
-	}
+	a := setupApp(t, repo, &stderr)
 	st, err := a.openStore()
 	if err != nil {
 		t.Fatal(err)
@@ -260,12 +271,7 @@ func TestTUITrustAppliesToLaterSessions(t *testing.T) {
 // rein acp or UI does not gather them session after session.
 func TestClosedSessionClosesItsSandboxes(t *testing.T) {
 	repo := secureEnv(t)
-	a := &app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: os.Getenv, red: redact.New(), proc: &procState{}}
-	root := a.rootCmd()
-	a.cwd = repo
-	if err := a.setup(root); err != nil {
-		t.Fatal(err)
-	}
+	a := setupApp(t, repo, io.Discard)
 	rules := &alwaysRules{a: a, face: "the terminal UI"}
 	fds := func() int {
 		t.Helper()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -99,4 +100,40 @@ func (ws *workspaces) verify() error {
 		}
 	}
 	return err
+}
+
+// resumed returns the model a resumed session runs with: spec, the model
+// of its last request (lastRequestModel), as 'rein run --session' keeps it,
+// unless the person chose the model for this run (--model, /model) or spec
+// cannot be used now; then m, and a notice saying why. A session's model
+// applies to that session only: the view keeps its own.
+func (ws *workspaces) resumed(w *app, m *model, spec string) (*model, string) {
+	if spec == "" || spec == m.spec {
+		return m, ""
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	switch w.cfg.Origin("model") {
+	case "flag --model", "/model":
+		return m, ""
+	}
+	v := *w
+	c := *w.cfg
+	c.Model = spec
+	v.cfg = &c
+	pk := v.providerKey()
+	base := ws.models[pk]
+	if base == nil {
+		var err error
+		if base, err = v.resolveModel(); err != nil {
+			if u := errors.Unwrap(err); u != nil {
+				err = u
+			}
+			return m, fmt.Sprintf("this session ran on %s, which cannot be used now (%v); it continues on %s", spec, err, m.spec)
+		}
+		ws.models[pk] = base
+	}
+	mm := *base
+	v.tune(&mm)
+	return &mm, ""
 }
