@@ -114,6 +114,11 @@ func (a *app) serveInput(ctx context.Context, ag *agent.Agent, out *printer, int
 			}
 			return ag.WhenIdle(ctx)
 		}
+		if isClose(l.data) {
+			// As the end of input, for a client that cannot close stdin:
+			// the lines after it are not read.
+			return ag.WhenIdle(ctx)
+		}
 		switch {
 		case errors.Is(l.err, errLineTooLong):
 			fail(l.n, inputTooLong, nil, "line longer than %d bytes; skipped", maxInputLine)
@@ -202,12 +207,24 @@ func (a *app) carryOut(ag *agent.Agent, out *printer, req *inputRequest, onSettl
 			return bad("cancel takes only keepInbox")
 		}
 		ag.Cancel(session.CauseUser, agent.CancelOptions{KeepInbox: req.KeepInbox})
+	case "close":
+		return bad("close takes nothing else")
 	case "":
-		return bad(`missing "type" (send, steer, inject or cancel)`)
+		return bad(`missing "type" (send, steer, inject, cancel or close)`)
 	default:
-		return bad("unknown type %q (want send, steer, inject or cancel)", req.Type)
+		return bad("unknown type %q (want send, steer, inject, cancel or close)", req.Type)
 	}
 	return nil
+}
+
+// isClose reports whether an input line is exactly a close request,
+// {"type":"close"} (a close with other fields is an invalid request).
+func isClose(data []byte) bool {
+	var req map[string]json.RawMessage
+	if json.Unmarshal(data, &req) != nil || len(req) != 1 {
+		return false
+	}
+	return string(bytes.TrimSpace(req["type"])) == `"close"`
 }
 
 // parseContent reads a request's content: a string, or a list of parts as

@@ -86,8 +86,9 @@ last. docs/stream-json.md has the schema.
 call on the session: {"type":"send","content":"..."}, {"type":"steer",...},
 {"type":"inject","content":"...","source":{"kind":"plugin","name":"ci"}},
 {"type":"cancel"}. Output is stream-json, with a result line per prompt; a bad
-line gets an {"type":"error",...} line. At the end of stdin rein lets the work
-it was given finish, then closes the session.
+line gets an {"type":"error",...} line. At the end of stdin, or at a
+{"type":"close"} line, rein lets the work it was given finish, then closes the
+session.
 
 stderr: one line per retried model request ("rate limited (429); retry 1/5 in
 0.5 s"), and the session id with token counts at the end; --quiet drops both.
