@@ -73,6 +73,7 @@ func (a *app) serveACP(ctx context.Context, noFS, noTerminal bool) error {
 		Version:          version(),
 		NoClientFS:       noFS,
 		NoClientTerminal: noTerminal,
+		Images:           a.modelInfo().Images,
 		Rules:            rules,
 		Logger:           a.log,
 		Auth: func() error {

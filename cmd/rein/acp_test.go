@@ -199,6 +199,7 @@ type acpProc struct {
 	stdin  io.WriteCloser
 	stderr *bytes.Buffer
 	done   chan struct{}
+	init   sdk.InitializeResponse // what initialize answered
 }
 
 func (e *acpEnv) start(rec *rpcTranscript, caps sdk.ClientCapabilities, args ...string) *acpProc {
@@ -246,10 +247,12 @@ func (e *acpEnv) start(rec *rpcTranscript, caps sdk.ClientCapabilities, args ...
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := p.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber, ClientCapabilities: caps,
-		ClientInfo: &sdk.Implementation{Name: "rein-test", Version: "1"}}); err != nil {
+	ir, err := p.conn.Initialize(ctx, sdk.InitializeRequest{ProtocolVersion: sdk.ProtocolVersionNumber, ClientCapabilities: caps,
+		ClientInfo: &sdk.Implementation{Name: "rein-test", Version: "1"}})
+	if err != nil {
 		e.t.Fatalf("initialize: %v\nstderr:\n%s", err, p.stderr)
 	}
+	p.init = ir
 	e.t.Cleanup(func() {
 		_ = stdin.Close()
 		select {

@@ -151,3 +151,17 @@ func TestACPLoadKeepsSessionModel(t *testing.T) {
 		t.Errorf("%d requests on scripted:a.json, want both:\n%s", n, b)
 	}
 }
+
+// initialize offers images in prompts when the configured model takes
+// them, as the catalog says, and not otherwise.
+func TestACPImagesFollowTheModel(t *testing.T) {
+	e := newACPEnv(t)
+	e.write("a.json", `{"calls": []}`)
+	for model, want := range map[string]bool{"scripted:a.json": true, "anthropic:claude-sonnet-4-5": true, "deepseek:deepseek-chat": false} {
+		p := e.start(&rpcTranscript{}, sdk.ClientCapabilities{}, "--model", model)
+		if got := p.init.AgentCapabilities.PromptCapabilities.Image; got != want {
+			t.Errorf("%s: initialize offers images: %v, want %v", model, got, want)
+		}
+		p.stop(t)
+	}
+}

@@ -200,17 +200,6 @@ func (a *app) mcpEnviron() []string {
 	return a.envPolicy().Environ(os.Environ(), tool.ForConfigured)
 }
 
-// modelTakesImages reports whether the model accepts images in tool
-// results (Anthropic and OpenAI models do; DeepSeek's and unknown
-// OpenAI-compatible servers are not assumed to).
-func modelTakesImages(m catalog.Model) bool {
-	switch m.Provider {
-	case "anthropic", "openai", "scripted":
-		return true
-	}
-	return false
-}
-
 // mcpLogPath is where session id's MCP server stderr goes: ID.mcp.log
 // beside the session file of a JSONL store, else under the local data
 // directory (mcp-logs/ID.mcp.log), which it creates; "" when there is no
@@ -284,7 +273,7 @@ func (a *app) startMCP(ctx context.Context, dir, logPath string, model catalog.M
 	if left <= 0 {
 		left = -1
 	}
-	opts := mcp.Options{Servers: configs, Registry: cfg.Tools, Environ: a.mcpEnviron(), Dir: a.workspaceRoot(dir), ServerDir: a.mcpServerDir(dir), Images: modelTakesImages(model),
+	opts := mcp.Options{Servers: configs, Registry: cfg.Tools, Environ: a.mcpEnviron(), Dir: a.workspaceRoot(dir), ServerDir: a.mcpServerDir(dir), Images: model.Images,
 		InstructionsBudget: left, Lookup: a.mcpLookup, Version: version(), Logger: a.log,
 		CheckCommand: a.checkCommand(dir)}
 	if ms.log != nil {

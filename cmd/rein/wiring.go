@@ -146,6 +146,13 @@ func (a *app) tune(m *model) {
 	}
 }
 
+// modelInfo is what the catalog knows of the configured model (limits,
+// price, whether it takes images) without resolving it: no key needed.
+func (a *app) modelInfo() catalog.Model {
+	name, model, _ := strings.Cut(a.cfg.Model, ":")
+	return catalog.Lookup(name, model, catalog.Config{Models: a.configuredPrices()})
+}
+
 // providerKey is what makes two configurations resolve their model to the
 // same provider: the model, the providers' settings, prices and timeouts
 // (not the request knobs, which tune sets).

@@ -53,6 +53,11 @@ type Model struct {
 	MaxOutput int
 	// Price is the model's list price, zero when unknown.
 	Price Price
+	// Images says the model takes images, in prompts and in tool results:
+	// the provider's models do (anthropic, openai) or the scripted model,
+	// which takes anything. Models served by deepseek, ollama and
+	// openai-compatible endpoints are not assumed to.
+	Images bool
 }
 
 // Price is a model's list price in US dollars per million tokens: input
@@ -118,12 +123,14 @@ type provider struct {
 	keyOptional    bool
 	// defaults for models missing from the table.
 	window, output int
+	// images: the provider's models take images (Model.Images).
+	images bool
 }
 
 var providers = map[string]provider{
 	"deepseek":          {keyEnv: "DEEPSEEK_API_KEY", urlEnv: "DEEPSEEK_BASE_URL", defaultURL: "https://api.deepseek.com", window: 131072, output: 8192},
-	"openai":            {keyEnv: "OPENAI_API_KEY", urlEnv: "OPENAI_BASE_URL", defaultURL: "https://api.openai.com/v1", window: 128000, output: 16384},
-	"anthropic":         {keyEnv: "ANTHROPIC_API_KEY", urlEnv: "ANTHROPIC_BASE_URL", defaultURL: "https://api.anthropic.com", window: 200000, output: 8192},
+	"openai":            {keyEnv: "OPENAI_API_KEY", urlEnv: "OPENAI_BASE_URL", defaultURL: "https://api.openai.com/v1", window: 128000, output: 16384, images: true},
+	"anthropic":         {keyEnv: "ANTHROPIC_API_KEY", urlEnv: "ANTHROPIC_BASE_URL", defaultURL: "https://api.anthropic.com", window: 200000, output: 8192, images: true},
 	"ollama":            {urlEnv: "OLLAMA_HOST", defaultURL: "http://127.0.0.1:11434", keyOptional: true, window: 32768, output: 8192},
 	"openai-compatible": {keyEnv: "OPENAI_API_KEY", urlEnv: "OPENAI_BASE_URL", keyOptional: true, window: 32768, output: 8192},
 }
@@ -204,7 +211,9 @@ func Lookup(providerName, name string, cfg Config) Model {
 			m.Price = o.Price
 		}
 	}
+	m.Images = providerName == "scripted"
 	if pv, ok := providers[providerName]; ok {
+		m.Images = pv.images
 		if m.ContextWindow == 0 {
 			m.ContextWindow = pv.window
 		}

@@ -64,6 +64,26 @@ func TestLimits(t *testing.T) {
 	}
 }
 
+// Which models take images: the providers' that do, listed or not, and the
+// scripted model; not those of providers that may serve text-only models.
+func TestImages(t *testing.T) {
+	for spec, want := range map[string]bool{
+		"anthropic:claude-sonnet-4-5": true,
+		"anthropic:unlisted":          true,
+		"openai:gpt-4.1":              true,
+		"scripted:any.json":           true,
+		"deepseek:deepseek-chat":      false,
+		"ollama:llama3":               false,
+		"openai-compatible:m":         false,
+		"nobody:m":                    false,
+	} {
+		name, model, _ := strings.Cut(spec, ":")
+		if got := Lookup(name, model, Config{}).Images; got != want {
+			t.Errorf("%s takes images: %v, want %v", spec, got, want)
+		}
+	}
+}
+
 // TestWiring resolves each provider against the mock server and checks what
 // the adapter sends: path, credentials and provider-specific fields.
 func TestWiring(t *testing.T) {
