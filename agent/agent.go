@@ -407,7 +407,7 @@ func (a *Agent) submitAs(m Message, steer bool, pre func() error) (string, error
 			return
 		}
 		a.pendingIDs[m.ID] = struct{}{}
-		if steer && a.window {
+		if steer && a.admitting() {
 			a.outbox = append(a.outbox, staged{steering: true, msg: m})
 			a.emit(Live{Type: LiveQueued, Message: &m, Placement: PlacementSteering})
 			return
@@ -426,7 +426,9 @@ func (a *Agent) submitAs(m Message, steer bool, pre func() error) (string, error
 // turn open it appends one user/message at once, outside any turn, and
 // starts an asynchronous flush (WhenIdle and Close wait for it); it does
 // not open a turn, change the status or call the model. Otherwise the
-// context waits in the outbox for the next safe boundary of the turn.
+// context waits in the outbox for the next safe boundary of the turn. A
+// prompt sent and not yet taken up counts as a running admission (Send
+// starts it at once): context injected after it follows that prompt.
 func (a *Agent) Inject(ac AdditionalContext) error {
 	if !validContent(ac.Content) {
 		return ErrEmpty
@@ -441,7 +443,7 @@ func (a *Agent) Inject(ac AdditionalContext) error {
 			err = ErrClosed
 			return
 		}
-		if a.window {
+		if a.admitting() {
 			a.outbox = append(a.outbox, staged{ctx: ac})
 			return
 		}
@@ -497,6 +499,42 @@ func (a *Agent) cancelLocked(cause string, opts CancelOptions) {
 	}
 	a.outbox = kept
 	a.discard(gone)
+	if !a.window {
+		// No admission or turn will commit the context staged for the
+		// prompts just dropped: it becomes history now.
+		a.commitStagedContext()
+	}
+}
+
+// admitting reports whether an admission runs or a turn is open, or a
+// prompt waits for the driver to take it up: Send on an idle agent starts
+// its admission at once, so what is steered or injected after it is staged
+// for that prompt, as during its admission. Parked prompts wait for Wake:
+// nothing is staged for them.
+func (a *Agent) admitting() bool {
+	return a.window || (len(a.queue) > 0 && !a.parked && !a.closed)
+}
+
+// commitStagedContext appends the context in the outbox as out-of-turn
+// messages and starts their flush; steering stays staged. It is for when
+// no admission or turn is open to drain it: a blocked prompt, or queued
+// prompts cancelled before their admission began.
+func (a *Agent) commitStagedContext() {
+	var kept []staged
+	upTo := int64(-1)
+	for _, s := range a.outbox {
+		if s.steering {
+			kept = append(kept, s)
+			continue
+		}
+		if ev, err := a.appendMsg(s.ctx); err == nil {
+			upTo = ev.Seq + 1
+		}
+	}
+	a.outbox = kept
+	if upTo >= 0 {
+		a.flushIdle(upTo)
+	}
 }
 
 func (a *Agent) discard(msgs []Message) {

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -334,4 +335,87 @@ func TestCancelledWhileApprovingIsNotRun(t *testing.T) {
 	h.idle()
 	evs := h.events()
 	expectTypes(t, evs[len(evs)-4:], "tool/call k1", "tool/result k1{not-run}", "step/end", "turn/end{aborted{user}}")
+}
+
+// Send on an idle agent starts the prompt's admission at once: context
+// injected right after it follows that prompt (in its turn, at the first
+// boundary still ahead, or after it if the turn already ended); it was
+// written before the turn when the driver had not yet taken the prompt up.
+func TestInjectRightAfterSendFollowsThePrompt(t *testing.T) {
+	for range 20 {
+		h := newHarness(t, []scripted.Call{scripted.Answer("ok")})
+		h.send("P")
+		h.inject("ci", "A")
+		h.idle()
+		evs := h.events()
+		expectTypes(t, evs[:2], "turn/start", "u:P")
+		at := -1
+		for i, e := range evs {
+			if e.Type == session.TypeUserMessage && strings.Contains(string(e.Data), `"text":"A"`) {
+				at = i
+			}
+		}
+		// In the turn, or after it when the turn had already ended:
+		// never before the prompt.
+		if at < 2 || countType(evs, session.TypeTurnStart) != 1 {
+			t.Fatalf("the context is at %d of %d events, before the prompt's one turn", at, len(evs))
+		}
+	}
+}
+
+// A steer right after a send steers that prompt's turn rather than
+// queueing a turn of its own.
+func TestSteerRightAfterSendSteersItsTurn(t *testing.T) {
+	// The admission waits for the steer, so the turn cannot end first.
+	steered := make(chan struct{})
+	wait := func(ctx context.Context, p agent.Prompt, next func(context.Context, agent.Prompt) (agent.Admission, error)) (agent.Admission, error) {
+		<-steered
+		return next(ctx, p)
+	}
+	h := newHarness(t, []scripted.Call{{Match: wantTexts("user:P", "user:S"), Reply: scripted.Reply{Text: []string{"ok"}}}},
+		withHooks(agent.Hooks{PromptAdmission: []agent.Hook[agent.Prompt, agent.Admission]{wait}}))
+	h.send("P")
+	if _, err := h.a.Steer(agent.Message{Content: llm.Text("S")}); err != nil {
+		t.Fatal(err)
+	}
+	close(steered)
+	h.idle()
+	expectTypes(t, h.events()[:3], "turn/start", "u:P", "s:S")
+	if turns := countType(h.events(), session.TypeTurnStart); turns != 1 {
+		t.Errorf("%d turns, want 1", turns)
+	}
+}
+
+// Context staged for a prompt that a cancel drops, whether before its
+// admission began (then out of turn) or after its turn opened (then in
+// the turn), is committed once: an inject is never lost.
+func TestCancelledQueuedPromptKeepsItsContext(t *testing.T) {
+	for range 20 {
+		// A turn that gets as far as the model hangs until the cancel; one
+		// cancelled before never calls it.
+		h := newHarness(t, nil, func(x *harness) { x.model = scripted.New(scripted.Call{Hang: true}) })
+		h.send("P")
+		h.inject("ci", "A")
+		h.a.Cancel(session.CauseUser, agent.CancelOptions{})
+		h.idle()
+		n := 0
+		for _, e := range h.events() {
+			if e.Type == session.TypeUserMessage && strings.Contains(string(e.Data), `"text":"A"`) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("the injected context is in the log %d times, want once", n)
+		}
+	}
+}
+
+func countType(evs []session.Event, typ session.Type) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type == typ {
+			n++
+		}
+	}
+	return n
 }

@@ -112,21 +112,7 @@ func (a *Agent) runPrompt(ctx context.Context, q queued) {
 			// Context staged during admission was injected independently:
 			// it becomes history now. Steering waits for the next
 			// admitted prompt.
-			var kept []staged
-			upTo := int64(-1)
-			for _, s := range a.outbox {
-				if s.steering {
-					kept = append(kept, s)
-					continue
-				}
-				if ev, err := a.appendMsg(s.ctx); err == nil {
-					upTo = ev.Seq + 1
-				}
-			}
-			a.outbox = kept
-			if upTo >= 0 {
-				a.flushIdle(upTo)
-			}
+			a.commitStagedContext()
 			delete(a.pendingIDs, q.msg.ID)
 			m := q.msg
 			if cancelled {
