@@ -422,3 +422,34 @@ func TestGroupKillReachesChildren(t *testing.T) {
 	}
 	t.Fatalf("the command's child %d survived the group kill", child)
 }
+
+// A descriptor the launching process holds without close-on-exec (one it
+// inherited, say a terminal) does not reach the sandboxed command: the
+// command could write through it where Landlock, which checks paths at
+// open, does not look.
+func TestInheritedDescriptorsDoNotReachTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "inherited-file")
+	f, err := os.Create(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd, err := unix.Dup(int(f.Fd())) // no close-on-exec, as an inherited one
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	list := `for f in /proc/self/fd/*; do readlink "$f"; done; true`
+	if out, err := run(t, nil, dir, list); err != nil || !strings.Contains(out, secret) {
+		t.Fatalf("control: an unsandboxed command does not see the descriptor (%v):\n%s", err, out)
+	}
+	s := newSandbox(t, Policy{Write: []string{dir}})
+	out, err := run(t, s, dir, list)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Contains(out, secret) {
+		t.Errorf("the sandboxed command holds the inherited descriptor:\n%s", out)
+	}
+}

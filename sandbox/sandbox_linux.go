@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -132,6 +133,13 @@ func Main(args []string, stderr io.Writer) int {
 		if fd >= 0 {
 			_ = unix.Close(fd)
 		}
+	}
+	// Nor any it inherited from the process that started it (rein used
+	// as a library need not have marked them).
+	if err := CloseInherited(); err != nil {
+		fmt.Fprintf(stderr, "rein sandbox: %v\n", err)
+		status(err.Error())
+		return 126
 	}
 	status(statusOK)
 	if l.probe {
@@ -344,4 +352,30 @@ func withNetNS(attr *syscall.SysProcAttr) *syscall.SysProcAttr {
 // execve, so children are not affected.
 func NoDump() error {
 	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+}
+
+// CloseInherited marks every descriptor from 3 up close-on-exec, so that
+// none reaches a process this one starts: what rein inherited from
+// whoever started it (an editor's or a CI runner's descriptors, a
+// terminal opened as `9>/dev/tty`) would otherwise pass to every tool
+// command, hook and MCP server, the sandboxed ones included, since
+// Landlock checks paths at open, not descriptors already open. Go opens
+// its own descriptors close-on-exec; os/exec's ExtraFiles are unaffected.
+func CloseInherited() error {
+	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return nil
+	}
+	// Kernels before 5.11: one by one.
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("sandbox: list descriptors: %w", err)
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < 3 {
+			continue
+		}
+		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC)
+	}
+	return nil
 }

@@ -36,3 +36,6 @@ func withNetNS(attr *syscall.SysProcAttr) *syscall.SysProcAttr { return attr }
 
 // NoDump does nothing on this OS.
 func NoDump() error { return nil }
+
+// CloseInherited does nothing on this OS.
+func CloseInherited() error { return nil }

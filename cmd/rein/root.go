@@ -113,6 +113,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// read rein's memory or environment through /proc or ptrace; see
 	// docs/security.md.
 	noDumpErr := sandbox.NoDump()
+	// Descriptors rein inherited reach none of the commands, hooks and
+	// servers it starts. It fails only without close_range and /proc,
+	// where the sandbox launcher's own pass is all there is.
+	_ = sandbox.CloseInherited()
 	red := redact.New()
 	// On a terminal, nothing rein prints from the model, tools, hooks or a
 	// repository's files can send it control sequences (see package

@@ -319,19 +319,6 @@ func (s *Store) publish(id string, parts [][]byte, keep bool) (*os.File, error) 
 	return renamed(tmp, s.Path(id))
 }
 
-// renamed returns f as a file named path (the same open file description,
-// and so the same flock), closing f: errors of a writer must name the
-// session file, not the temporary name it was written under, which is
-// gone.
-func renamed(f *os.File, path string) (*os.File, error) {
-	fd, err := syscall.Dup(int(f.Fd()))
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("jsonl: dup %s: %w", path, err)
-	}
-	return os.NewFile(uintptr(fd), path), nil
-}
-
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/reinhq/rein/store"
 )
 
@@ -43,4 +45,20 @@ func held(path string) bool {
 	}
 	defer f.Close()
 	return flock(f, syscall.LOCK_SH) == store.ErrLocked
+}
+
+// renamed returns f as a file named path (the same open file description,
+// and so the same flock), closing f: errors of a writer must name the
+// session file, not the temporary name it was written under, which is
+// gone. The copy is close-on-exec, as every descriptor Go opens: a
+// descriptor of the session file that leaked into a child (a tool's
+// command, a hook, an MCP server) would let it rewrite the log and hold
+// its lock.
+func renamed(f *os.File, path string) (*os.File, error) {
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("jsonl: dup %s: %w", path, err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }

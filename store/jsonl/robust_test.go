@@ -3,6 +3,7 @@ package jsonl
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -230,5 +231,47 @@ func TestDeleteRemovesScratch(t *testing.T) {
 	infos, _ := s.List(bg)
 	if len(infos) != 0 {
 		t.Errorf("List: %+v", infos)
+	}
+}
+
+// No descriptor of a session file reaches a child process: a tool's
+// command, a hook or an MCP server that inherited one could rewrite the
+// log behind the writer, or keep its lock after rein exited. Checked for
+// a created and an opened session.
+func TestSessionFileNotInherited(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	s := newStore(t)
+	h := session.Header{ID: "x"}
+	w, err := s.Create(bg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := session.NewLog(h)
+	if err := w.Append(bg, []session.Event{event(t, l, ctxMsg(0))}); err != nil {
+		t.Fatal(err)
+	}
+	child := func() string {
+		t.Helper()
+		out, err := exec.Command("/bin/sh", "-c", `for f in /proc/self/fd/*; do readlink "$f"; done; true`).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	if fds := child(); strings.Contains(fds, filepath.Dir(s.Path("x"))) {
+		t.Errorf("a child of a process writing a new session holds its file:\n%s", fds)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, _, err = s.Open(bg, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if fds := child(); strings.Contains(fds, filepath.Dir(s.Path("x"))) {
+		t.Errorf("a child of a process writing a resumed session holds its file:\n%s", fds)
 	}
 }
