@@ -62,8 +62,8 @@ func (t globTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 	if !doublestar.ValidatePattern(pattern) {
 		return tool.Errorf(CodeBadPattern, "invalid glob pattern %q", a.Pattern), nil
 	}
-	if inOwnProc(root) {
-		return ownProcErr(env, root), nil
+	if inProcEntry(root) {
+		return procEntryErr(env, root), nil
 	}
 	if fi, err := os.Stat(root); err != nil {
 		return openErr(env, root, err), nil

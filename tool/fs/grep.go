@@ -127,8 +127,8 @@ func (g grepTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 	if q.glob != "" && !doublestar.ValidatePattern(q.glob) {
 		return tool.Errorf(CodeBadPattern, "invalid glob %q", q.glob), nil
 	}
-	if inOwnProc(q.root) {
-		return ownProcErr(env, q.root), nil
+	if inProcEntry(q.root) {
+		return procEntryErr(env, q.root), nil
 	}
 	fi, err := os.Stat(q.root)
 	if err != nil {

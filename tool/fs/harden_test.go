@@ -127,6 +127,45 @@ func TestOwnProcIsRefused(t *testing.T) {
 	}
 }
 
+// The processes that started rein (a shell, an editor) hold the same keys
+// in their environments, readable to rein's own process. The file tools
+// run there, outside the sandbox that keeps commands from those entries:
+// they refuse every process's /proc entry, and grep's fallback engine
+// cannot become the oracle sandboxed ripgrep is not.
+func TestOtherProcessEntriesAreRefused(t *testing.T) {
+	parent := "/proc/" + strconv.Itoa(os.Getppid())
+	if b, err := os.ReadFile(parent + "/environ"); err != nil || len(b) == 0 {
+		t.Skipf("control: the parent's environment is not readable here: %v", err)
+	}
+	env := testEnv(t)
+	ts := All(Options{Rg: "-"})
+	read, glob, ls := ts[0], ts[3], ts[5]
+	for _, f := range []string{parent + "/environ", parent + "/cmdline", "/proc/1/status", parent + "/task/" + strconv.Itoa(os.Getppid()) + "/environ"} {
+		if r := run(t, read, env, map[string]any{"file_path": f}); r.Code != tool.CodeDenied {
+			t.Errorf("read %s: %s %s", f, r.Code, text(r))
+		}
+	}
+	for name, grep := range grepTools(t, Options{}) {
+		for _, p := range []string{parent + "/environ", parent} {
+			r := run(t, grep, env, map[string]any{"pattern": "PATH=", "path": p, "output_mode": "count"})
+			if strings.Contains(text(r), "environ:") { // a match: path:count
+				t.Errorf("%s grep %s found: %s", name, p, text(r))
+			}
+		}
+	}
+	if r := run(t, ls, env, map[string]any{"path": parent}); r.Code != tool.CodeDenied {
+		t.Errorf("ls %s: %s %s", parent, r.Code, text(r))
+	}
+	r := run(t, glob, env, map[string]any{"pattern": "*/environ", "path": "/proc"})
+	if strings.Contains(text(r), "/environ") {
+		t.Errorf("glob of /proc lists process entries:\n%s", text(r))
+	}
+	// What is not a process's entry stays readable.
+	if r := run(t, read, env, map[string]any{"file_path": "/proc/cpuinfo"}); r.IsError {
+		t.Errorf("read /proc/cpuinfo: %s %s", r.Code, text(r))
+	}
+}
+
 // A rule that denies reading ~/.ssh (or asks about it) also holds for a
 // search or listing of a parent directory: the walk leaves the paths it
 // names out, with both engines.

@@ -54,8 +54,8 @@ func (t lsTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) {
 	}
 	env := call.Env
 	p := abs(env, a.Path)
-	if inOwnProc(p) {
-		return ownProcErr(env, p), nil
+	if inProcEntry(p) {
+		return procEntryErr(env, p), nil
 	}
 	walk := newWalkFilter(p, t.hide)
 	fi, err := os.Stat(p)

@@ -1,59 +1,52 @@
 package fs
 
 import (
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/reinhq/rein/tool"
 )
 
-// ownPid is this process's id, as /proc names it.
-var ownPid = strconv.Itoa(os.Getpid())
-
-// ownProc reports whether p (absolute and clean) is rein's own /proc entry
-// or lies below it: /proc/self, /proc/thread-self, /proc/PID for rein's
-// pid or any of its threads' ids. Those hold rein's environment (its API
-// keys: a search of /proc/self/environ is an oracle on them), its memory
-// and its open files; no file tool reads, searches or lists them.
-func ownProc(p string) bool {
+// procEntry reports whether p (absolute and clean) is a process's entry in
+// /proc or lies below one: /proc/self, /proc/thread-self, /proc/PID for
+// any pid or thread id. rein's own holds its environment (its API keys: a
+// search of /proc/self/environ is an oracle on them), its memory and its
+// open files; the entries of the processes that started rein (your shell,
+// an editor) hold the same keys in their environments. The file tools run
+// in rein's process, outside the OS sandbox that keeps commands from
+// those entries, so none of them reads, searches or lists any.
+func procEntry(p string) bool {
 	rest, ok := strings.CutPrefix(p, "/proc/")
 	if !ok {
 		return false
 	}
 	first, _, _ := strings.Cut(rest, "/")
 	switch first {
-	case "self", "thread-self", ownPid:
+	case "self", "thread-self":
 		return true
 	case "":
 		return false
 	}
-	if strings.Trim(first, "0123456789") != "" {
-		return false
-	}
-	// Another thread of this process is reachable as /proc/TID too.
-	_, err := os.Lstat("/proc/self/task/" + first)
-	return err == nil
+	return strings.Trim(first, "0123456789") == ""
 }
 
-// inOwnProc reports whether the path p (absolute) leads into rein's own
+// inProcEntry reports whether the path p (absolute) leads into a process's
 // /proc entry: as written, after resolving its symlinks, or through its
 // parent directory (/dev/fd/N is /proc/self/fd/N).
-func inOwnProc(p string) bool {
-	if ownProc(filepath.Clean(p)) {
+func inProcEntry(p string) bool {
+	if procEntry(filepath.Clean(p)) {
 		return true
 	}
-	if r, err := filepath.EvalSymlinks(p); err == nil && ownProc(r) {
+	if r, err := filepath.EvalSymlinks(p); err == nil && procEntry(r) {
 		return true
 	}
 	r, err := filepath.EvalSymlinks(filepath.Dir(p))
-	return err == nil && ownProc(r)
+	return err == nil && procEntry(r)
 }
 
-// walkFilter decides what a walk below root (as given) leaves out: rein's
-// own /proc entry and what hide (the permission rules on reading) names.
-// Below a root with symlinks resolved the walk follows no symlink, so a
+// walkFilter decides what a walk below root (as given) leaves out: the
+// process entries in /proc and what hide (the permission rules on reading)
+// names. Below a root with symlinks resolved the walk follows no symlink, so a
 // walked path's real form is the resolved root plus the rest.
 type walkFilter struct {
 	root, real string
@@ -71,7 +64,7 @@ func newWalkFilter(root string, hide func(paths ...string) bool) walkFilter {
 // skip reports whether p (root or a path below it) is left out.
 func (w walkFilter) skip(p string) bool {
 	real := w.real + strings.TrimPrefix(p, w.root)
-	if ownProc(real) {
+	if procEntry(real) {
 		return true
 	}
 	if w.hide == nil {
@@ -83,7 +76,7 @@ func (w walkFilter) skip(p string) bool {
 	return w.hide(p, real)
 }
 
-// ownProcErr refuses a path in rein's own /proc entry.
-func ownProcErr(env tool.Env, p string) tool.Result {
-	return tool.Errorf(tool.CodeDenied, "%s is rein's own process entry (its environment and memory); the file tools do not read it", display(env, p))
+// procEntryErr refuses a path in a process's /proc entry.
+func procEntryErr(env tool.Env, p string) tool.Result {
+	return tool.Errorf(tool.CodeDenied, "%s is in a process's /proc entry (rein's own, or one holding your keys in its environment); the file tools do not read those (bash can, within its sandbox)", display(env, p))
 }

@@ -65,8 +65,8 @@ func (t readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 	// Open the path as given: ".." is resolved by the kernel after the
 	// symlinks before it, as write and edit do; then name the file by
 	// where it really is.
-	if inOwnProc(joined(env, a.FilePath)) {
-		return ownProcErr(env, p), nil
+	if inProcEntry(joined(env, a.FilePath)) {
+		return procEntryErr(env, p), nil
 	}
 	f, err := os.Open(joined(env, a.FilePath))
 	if err != nil {
@@ -74,8 +74,8 @@ func (t readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 	}
 	defer f.Close()
 	p = realPath(f, p)
-	if ownProc(p) {
-		return ownProcErr(env, p), nil
+	if procEntry(p) {
+		return procEntryErr(env, p), nil
 	}
 	fi, err := f.Stat()
 	if err != nil {
