@@ -327,3 +327,49 @@ func TestRulesSeeThroughMoreWrappers(t *testing.T) {
 		}
 	}
 }
+
+// TestNestedScriptsAreReadAsBashReadsThem: the script of bash -c "…" or a
+// here-document is the text bash runs, with bash's escape rules: inside
+// double quotes only \$ \` \" \\ and backslash-newline are escapes, in an
+// unquoted here-document the same without \", and a quoted here-document
+// is taken verbatim. A computed name in the nested script is asked about.
+func TestNestedScriptsAreReadAsBashReadsThem(t *testing.T) {
+	root, _ := workspace(t)
+	p := &Policy{Mode: FullAccess, Root: root, Rules: rules(t, nil, nil, []string{"Bash(rm:*)"})}
+	rm := "rule:Bash(rm:*)"
+	cases := []struct {
+		cmd    string
+		action Action
+	}{
+		{`bash -c "r\"\"m f"`, Deny},
+		{`sh -c "\\rm f"`, Deny},
+		{`bash -c "r\m f"`, Deny},
+		{`bash -c "r\\m f"`, Deny},
+		{"bash -c \"r\\\nm f\"", Deny},
+		{`bash -c "echo \"x\"; rm f"`, Deny},
+		{`bash -c "bash -c \"r\\\"\\\"m f\""`, Deny},
+		{`sh -c "\$0 f" rm`, Ask},
+		{`bash -c "\"\$@\"" _ rm f`, Ask},
+		{`bash -c "\$(echo rm) f"`, Ask},
+		{"bash -c \"\\`echo rm\\` f\"", Ask},
+		{"bash <<EOF\necho \\'; rm f; echo \\'\nEOF", Deny},
+		{"bash <<'EOF'\necho \\'; rm f; echo \\'\nEOF", Deny},
+		{"bash <<\\EOF\necho \\'; rm f; echo \\'\nEOF", Deny},
+		{"bash <<EOF\nr\\m f\nEOF", Deny},
+		{"bash <<EOF\n\\$0 f\nEOF", Ask},
+		// Escaped text stays text.
+		{`bash -c "echo \"rm f\""`, Allow},
+		{`bash -c "echo \\\"; rm f; echo \\\""`, Deny},
+		{"bash <<EOF\necho \"rm f\"\nEOF", Allow},
+	}
+	for _, c := range cases {
+		d := p.Decide("bash", js("command", c.cmd))
+		by := rm
+		if c.action == Allow {
+			by = "mode:"
+		}
+		if d.Action != c.action || !strings.HasPrefix(d.By, by) {
+			t.Errorf("%s\n\tgot %s by %q (%s), want %s", c.cmd, d.Action, d.By, d.Reason, c.action)
+		}
+	}
+}

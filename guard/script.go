@@ -84,7 +84,7 @@ func (s *script) add(src, dir, cwdUnknown string, depth int) error {
 				for _, r := range n.Redirs {
 					switch r.Op {
 					case syntax.Hdoc, syntax.DashHdoc:
-						t, lit := wordText(r.Hdoc)
+						t, lit := hdocText(r)
 						stdin[call] = stdinScript{t.s, lit}
 					case syntax.WordHdoc:
 						t, lit := wordText(r.Word)
@@ -562,28 +562,37 @@ type word struct {
 	glob bool // an unquoted *, ? or [, or a brace expansion: the shell may turn it into other words
 }
 
+// quoting is where a literal stands, which decides what its backslashes
+// mean.
+type quoting int
+
+const (
+	unquoted quoting = iota // every backslash quotes the next character
+	dquoted                 // inside "...": only \$ \` \" \\ and \newline are escapes
+	hdoc                    // a here-document body with an unquoted delimiter: \$ \` \\ \newline
+)
+
 // wordText returns a word's value when it is literal (quotes and escapes
 // removed, $'...' decoded), and otherwise its source text; lit says which.
-func wordText(w *syntax.Word) (word, bool) {
+func wordText(w *syntax.Word) (word, bool) { return wordTextIn(w, unquoted) }
+
+// wordTextIn is wordText for a word whose literals stand in q.
+func wordTextIn(w *syntax.Word, q quoting) (word, bool) {
 	if w == nil {
 		return word{}, true
 	}
 	var b strings.Builder
 	var out word
 	lit := true
-	var parts func(ps []syntax.WordPart, quoted bool)
-	parts = func(ps []syntax.WordPart, quoted bool) {
+	var parts func(ps []syntax.WordPart, q quoting)
+	parts = func(ps []syntax.WordPart, q quoting) {
 		for _, p := range ps {
 			switch p := p.(type) {
 			case *syntax.Lit:
-				if quoted {
-					b.WriteString(p.Value)
-				} else {
-					if hasGlob(p.Value) {
-						out.glob = true
-					}
-					b.WriteString(unescape(p.Value))
+				if q == unquoted && hasGlob(p.Value) {
+					out.glob = true
 				}
+				b.WriteString(unescape(p.Value, q))
 			case *syntax.SglQuoted:
 				if p.Dollar {
 					b.WriteString(decodeEscapes(p.Value))
@@ -594,16 +603,46 @@ func wordText(w *syntax.Word) (word, bool) {
 				if p.Dollar {
 					lit = false // $"..." is translated at run time
 				}
-				parts(p.Parts, true)
+				parts(p.Parts, dquoted)
 			default:
 				lit = false
 				b.WriteString(printNode(p))
 			}
 		}
 	}
-	parts(w.Parts, false)
+	parts(w.Parts, q)
 	out.s = b.String()
 	return out, lit
+}
+
+// hdocText is the text a here-document feeds: its body verbatim when the
+// delimiter is quoted (<<'EOF', <<"EOF", <<\EOF), else expanded as bash
+// does, where a backslash quotes only $, `, \ and newline.
+func hdocText(r *syntax.Redirect) (word, bool) {
+	if r.Hdoc == nil {
+		return word{}, true
+	}
+	quoted := false
+	for _, p := range r.Word.Parts {
+		switch p := p.(type) {
+		case *syntax.SglQuoted, *syntax.DblQuoted:
+			quoted = true
+		case *syntax.Lit:
+			quoted = quoted || strings.Contains(p.Value, `\`)
+		}
+	}
+	if quoted {
+		var b strings.Builder
+		for _, p := range r.Hdoc.Parts {
+			if l, ok := p.(*syntax.Lit); ok {
+				b.WriteString(l.Value)
+			} else {
+				b.WriteString(printNode(p))
+			}
+		}
+		return word{s: b.String()}, true
+	}
+	return wordTextIn(r.Hdoc, hdoc)
 }
 
 // hasGlob reports unescaped pattern characters or brace expansion in an
@@ -631,15 +670,25 @@ func hasGlob(s string) bool {
 	return false
 }
 
-// unescape removes the backslashes of an unquoted literal.
-func unescape(s string) string {
+// unescape removes the backslashes that quote in a literal standing in q,
+// as bash does: unquoted, a backslash quotes any character; inside double
+// quotes only $, `, ", \ and newline (a here-document: the same but "); a
+// backslash-newline is a line continuation and disappears. Any other
+// backslash stays.
+func unescape(s string, q quoting) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+1 < len(s) {
-			i++
+			switch c := s[i+1]; {
+			case c == '\n':
+				i++
+				continue
+			case q == unquoted, c == '$', c == '`', c == '\\', c == '"' && q == dquoted:
+				i++
+			}
 		}
 		b.WriteByte(s[i])
 	}
