@@ -15,11 +15,7 @@ func TestDenyRulesSeeTheParsedCommand(t *testing.T) {
 	root, _ := workspace(t)
 	p := &Policy{Mode: FullAccess, Root: root, Rules: rules(t, nil, []string{"Bash(git push:*)"}, []string{"Bash(rm -rf*)", "Bash(curl:*)"})}
 	deny := "rule:Bash(rm -rf*)"
-	cases := []struct {
-		cmd    string
-		action Action
-		by     string
-	}{
+	runCommands(t, p, []cmdCase{
 		{"rm -rf build", Deny, deny},
 		{"/bin/rm -rf build", Deny, deny},
 		{"/usr/bin/rm -rf build", Deny, deny},
@@ -115,13 +111,7 @@ func TestDenyRulesSeeTheParsedCommand(t *testing.T) {
 		{`bash script.sh`, Allow, "mode:"},
 		{`grep -rf patterns .`, Allow, "mode:"},
 		{`$GO test ./...`, Ask, deny}, // a computed name could be rm
-	}
-	for _, c := range cases {
-		d := p.Decide("bash", js("command", c.cmd))
-		if d.Action != c.action || !strings.HasPrefix(d.By, c.by) {
-			t.Errorf("%s\n\tgot %s by %q (%s), want %s by %q", c.cmd, d.Action, d.By, d.Reason, c.action, c.by)
-		}
-	}
+	})
 }
 
 // TestAllowRulesCoverEveryCommand: an allow rule lets a script run only
@@ -218,11 +208,7 @@ func TestRulesSeeThroughMoreWrappers(t *testing.T) {
 	root, _ := workspace(t)
 	p := &Policy{Mode: FullAccess, Root: root, Rules: rules(t, nil, []string{"Bash(curl:*)"}, []string{"Bash(git push:*)", "Bash(rm:*)"})}
 	push, rm, curl := "rule:Bash(git push:*)", "rule:Bash(rm:*)", "rule:Bash(curl:*)"
-	cases := []struct {
-		cmd    string
-		action Action
-		by     string
-	}{
+	runCommands(t, p, []cmdCase{
 		{"git -C . push", Deny, push},
 		{"git -C sub push origin main", Deny, push},
 		{"git -c a=b push", Deny, push},
@@ -308,13 +294,7 @@ func TestRulesSeeThroughMoreWrappers(t *testing.T) {
 		{"trap - INT", Allow, "mode:"},
 		{"source ./env.sh", Allow, "mode:"},
 		{"make build", Allow, "mode:"},
-	}
-	for _, c := range cases {
-		d := p.Decide("bash", js("command", c.cmd))
-		if d.Action != c.action || !strings.HasPrefix(d.By, c.by) {
-			t.Errorf("%s\n\tgot %s by %q (%s), want %s by %q", c.cmd, d.Action, d.By, d.Reason, c.action, c.by)
-		}
-	}
+	})
 	// An allow rule for git status does not cover it run elsewhere or
 	// with configuration that runs commands.
 	a := &Policy{Mode: ReadOnly, Root: root, Rules: rules(t, []string{"Bash(git status:*)"}, nil, nil)}
@@ -336,40 +316,98 @@ func TestRulesSeeThroughMoreWrappers(t *testing.T) {
 func TestNestedScriptsAreReadAsBashReadsThem(t *testing.T) {
 	root, _ := workspace(t)
 	p := &Policy{Mode: FullAccess, Root: root, Rules: rules(t, nil, nil, []string{"Bash(rm:*)"})}
-	rm := "rule:Bash(rm:*)"
-	cases := []struct {
-		cmd    string
-		action Action
-	}{
-		{`bash -c "r\"\"m f"`, Deny},
-		{`sh -c "\\rm f"`, Deny},
-		{`bash -c "r\m f"`, Deny},
-		{`bash -c "r\\m f"`, Deny},
-		{"bash -c \"r\\\nm f\"", Deny},
-		{`bash -c "echo \"x\"; rm f"`, Deny},
-		{`bash -c "bash -c \"r\\\"\\\"m f\""`, Deny},
-		{`sh -c "\$0 f" rm`, Ask},
-		{`bash -c "\"\$@\"" _ rm f`, Ask},
-		{`bash -c "\$(echo rm) f"`, Ask},
-		{"bash -c \"\\`echo rm\\` f\"", Ask},
-		{"bash <<EOF\necho \\'; rm f; echo \\'\nEOF", Deny},
-		{"bash <<'EOF'\necho \\'; rm f; echo \\'\nEOF", Deny},
-		{"bash <<\\EOF\necho \\'; rm f; echo \\'\nEOF", Deny},
-		{"bash <<EOF\nr\\m f\nEOF", Deny},
-		{"bash <<EOF\n\\$0 f\nEOF", Ask},
+	rm, ok := "rule:Bash(rm:*)", "mode:"
+	runCommands(t, p, []cmdCase{
+		{`bash -c "r\"\"m f"`, Deny, rm},
+		{`sh -c "\\rm f"`, Deny, rm},
+		{`bash -c "r\m f"`, Deny, rm},
+		{`bash -c "r\\m f"`, Deny, rm},
+		{"bash -c \"r\\\nm f\"", Deny, rm},
+		{`bash -c "echo \"x\"; rm f"`, Deny, rm},
+		{`bash -c "bash -c \"r\\\"\\\"m f\""`, Deny, rm},
+		{`sh -c "\$0 f" rm`, Ask, rm},
+		{`bash -c "\"\$@\"" _ rm f`, Ask, rm},
+		{`bash -c "\$(echo rm) f"`, Ask, rm},
+		{"bash -c \"\\`echo rm\\` f\"", Ask, rm},
+		{"bash <<EOF\necho \\'; rm f; echo \\'\nEOF", Deny, rm},
+		{"bash <<'EOF'\necho \\'; rm f; echo \\'\nEOF", Deny, rm},
+		{"bash <<\\EOF\necho \\'; rm f; echo \\'\nEOF", Deny, rm},
+		{"bash <<EOF\nr\\m f\nEOF", Deny, rm},
+		{"bash <<EOF\n\\$0 f\nEOF", Ask, rm},
 		// Escaped text stays text.
-		{`bash -c "echo \"rm f\""`, Allow},
-		{`bash -c "echo \\\"; rm f; echo \\\""`, Deny},
-		{"bash <<EOF\necho \"rm f\"\nEOF", Allow},
+		{`bash -c "echo \"rm f\""`, Allow, ok},
+		{`bash -c "echo \\\"; rm f; echo \\\""`, Deny, rm},
+		{"bash <<EOF\necho \"rm f\"\nEOF", Allow, ok},
+	})
+}
+
+// TestEditRulesBindShellWrites: Edit and Write deny and ask rules bind
+// the files a shell command is known to write (redirections, tee, cp and
+// mv destinations, ...), resolved as the write tool's path is; a write
+// whose target cannot be known asks.
+func TestEditRulesBindShellWrites(t *testing.T) {
+	root, _ := workspace(t)
+	for _, mode := range []Mode{WorkspaceWrite, FullAccess} {
+		p := &Policy{Mode: mode, Root: root, Rules: rules(t, []string{"Bash(echo:*)", "Bash(cp:*)"}, []string{"Write(docs/**)"}, []string{"Edit(secret/**)"})}
+		deny, ask := "rule:Edit(secret/**)", "rule:Write(docs/**)"
+		runCommands(t, p, []cmdCase{
+			{"echo pwn > secret/b1", Deny, deny},
+			{"echo pwn >> ./secret/b1", Deny, deny},
+			{"echo pwn > x/../secret/b1", Deny, deny},
+			{"echo pwn > link/b1", Deny, deny}, // link -> secret
+			{"echo pwn > " + root + "/secret/b1", Deny, deny},
+			{"echo pwn | tee secret/b2", Deny, deny},
+			{"cp a.txt secret/b3", Deny, deny},
+			{"cp -t secret a.txt", Deny, deny},
+			{"mv a.txt secret/", Deny, deny},
+			{"cd secret && echo > b6", Deny, deny},
+			{"bash -c 'echo > secret/b7'", Deny, deny},
+			{"find . -fprint secret/b8", Deny, deny},
+			{"echo > docs/x", Ask, ask},
+			{"echo > $F", Ask, deny},
+			{"echo x | tee $F", Ask, deny},
+			{`cp a.txt "$D"`, Ask, deny},
+			{"cd $D && echo > b", Ask, deny},
+			// Not a write under the rules.
+			{"echo ok > a.txt", Allow, ""},
+			{"cat secret/key", Allow, ""}, // reads are not Edit's
+			{"echo secret/b1 > /dev/null", Allow, ""},
+		})
 	}
+	// A pattern-less Edit rule binds every known write.
+	p := &Policy{Mode: FullAccess, Root: root, Rules: rules(t, nil, nil, []string{"Edit"})}
+	if d := p.Decide("bash", js("command", "echo x > a.txt")); d.Action != Deny {
+		t.Errorf("Edit: echo x > a.txt: %s (%s), want deny", d.Action, d.Reason)
+	}
+	if d := p.Decide("bash", js("command", "echo x")); d.Action != Allow {
+		t.Errorf("Edit: echo x: %s (%s), want allow", d.Action, d.Reason)
+	}
+}
+
+// TestUnparsableScriptsAsk: bash runs an unparsable script up to the line
+// that does not parse, so a deny rule asks about it.
+func TestUnparsableScriptsAsk(t *testing.T) {
+	root, _ := workspace(t)
+	p := &Policy{Mode: FullAccess, Root: root, Rules: rules(t, nil, nil, []string{"Bash(rm:*)"})}
+	if d := p.Decide("bash", js("command", "echo x\nrm f\n(")); d.Action != Ask {
+		t.Errorf("got %s (%s), want ask", d.Action, d.Reason)
+	}
+}
+
+// cmdCase is a bash command and the decision it must get (By is a
+// prefix).
+type cmdCase struct {
+	cmd    string
+	action Action
+	by     string
+}
+
+func runCommands(t *testing.T, p *Policy, cases []cmdCase) {
+	t.Helper()
 	for _, c := range cases {
 		d := p.Decide("bash", js("command", c.cmd))
-		by := rm
-		if c.action == Allow {
-			by = "mode:"
-		}
-		if d.Action != c.action || !strings.HasPrefix(d.By, by) {
-			t.Errorf("%s\n\tgot %s by %q (%s), want %s", c.cmd, d.Action, d.By, d.Reason, c.action)
+		if d.Action != c.action || !strings.HasPrefix(d.By, c.by) {
+			t.Errorf("%s %s\n\tgot %s by %q (%s), want %s by %q", p.Mode, c.cmd, d.Action, d.By, d.Reason, c.action, c.by)
 		}
 	}
 }

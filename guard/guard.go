@@ -301,16 +301,12 @@ func (p *Policy) modeVerdict(c *call) (d Decision, hard bool) {
 			unknown = fmt.Sprintf("the command does not parse (%v), so its writes cannot be checked", s.err)
 			break
 		}
-		targets := s.writes
-		for _, cmd := range s.cmds {
-			targets = append(targets, writeTargets(cmd)...)
-		}
-		for _, w := range targets {
-			if isDevice(w.target) {
-				continue
-			}
+		for _, w := range s.targets() {
 			if writes == "" {
 				writes = w.text
+			}
+			if w.loose {
+				continue
 			}
 			if w.unknown != "" {
 				if unknown == "" {

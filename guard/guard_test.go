@@ -87,6 +87,9 @@ func TestModeReadOnly(t *testing.T) {
 		{"write", js("file_path", "a.txt", "content", "y"), Deny, "mode:read-only"},
 		{"edit", js("file_path", "a.txt"), Deny, "mode:read-only"},
 		{"bash", js("command", "ls"), Ask, "mode:read-only"},
+		{"bash", js("command", `cp a.txt "$D"`), Deny, "mode:read-only"},
+		{"bash", js("command", "echo x | tee $F"), Deny, "mode:read-only"},
+		{"bash", js("command", "find . -fprint out"), Deny, "mode:read-only"},
 		{"mcp_thing", js(), Ask, "mode:read-only"},
 	})
 }

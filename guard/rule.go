@@ -122,6 +122,14 @@ func (r Rule) matchesTool(name string, k Kind) bool {
 	return ok
 }
 
+// bindsShellWrites reports whether r is a deny or ask rule about tools
+// that change files (Edit, Write, or a glob naming them): such a rule also
+// binds the files a shell command is known to write. Allow rules do not:
+// a command needs a Bash rule to be allowed.
+func (r Rule) bindsShellWrites() bool {
+	return r.Action != Allow && (r.matchesTool("edit", KindWrite) || r.matchesTool("write", KindWrite))
+}
+
 // call is a tool call as the policy sees it.
 type call struct {
 	tool   string
@@ -142,13 +150,42 @@ func (p *Policy) ruleVerdict(c *call) *Decision {
 	if c.script != nil {
 		allowCmd = make([]*Rule, len(c.script.cmds))
 	}
+	var targets []shellWrite
+	if c.script != nil {
+		targets = c.script.targets()
+	}
+	maybe := func(r *Rule, why string) {
+		m := &maybeAsk
+		if r.Action == Deny {
+			m = &maybeDeny
+		}
+		if *m == nil {
+			*m = &Decision{Action: Ask, By: "rule:" + r.String(),
+				Reason: fmt.Sprintf("cannot tell whether %s rule %s applies: %s", r.Action, r.String(), why)}
+		}
+	}
 	for i := range p.Rules {
 		r := &p.Rules[i]
-		if !r.matchesTool(c.tool, c.kind) {
-			continue
-		}
 		hit, what := false, ""
 		switch {
+		case !r.matchesTool(c.tool, c.kind):
+			if c.script == nil || !r.bindsShellWrites() {
+				continue
+			}
+			// Edit(secrets/**) binds > secrets/x, tee, cp and mv into
+			// secrets/ as it binds the write tool.
+			if c.script.err != nil {
+				maybe(r, "the command does not parse, so its writes cannot be checked")
+			}
+			for _, w := range targets {
+				switch {
+				case hit:
+				case w.unknown != "":
+					maybe(r, fmt.Sprintf("cannot tell where %s writes (%s)", w.text, w.unknown))
+				case r.Pattern == "" || p.matchPath(r.Pattern, p.pathAt(w.cwd, w.target), false):
+					hit, what = true, w.text
+				}
+			}
 		case r.Pattern == "":
 			hit = true
 		case c.script != nil && r.Action == Allow:
@@ -162,6 +199,9 @@ func (p *Policy) ruleVerdict(c *call) *Decision {
 			if matchCommand(r.Pattern, text) {
 				hit, what = true, text
 			}
+			if c.script.err != nil && !hit {
+				maybe(r, fmt.Sprintf("the command does not parse (%v), and bash may run part of it", c.script.err))
+			}
 			for _, cmd := range c.script.cmds {
 				if hit {
 					break
@@ -170,21 +210,14 @@ func (p *Policy) ruleVerdict(c *call) *Decision {
 				case matchYes:
 					hit, what = true, cmd.String()
 				case matchMaybe:
-					m := &maybeAsk
-					if r.Action == Deny {
-						m = &maybeDeny
+					why := cmd.opaque
+					if n := namedRun(cmd, canonPatternOf(r.Pattern)); why == "" && n != "" {
+						why = fmt.Sprintf("%s may run %s, named in its arguments", cmd.words[0], n)
 					}
-					if *m == nil {
-						why := cmd.opaque
-						if n := namedRun(cmd, canonPatternOf(r.Pattern)); why == "" && n != "" {
-							why = fmt.Sprintf("%s may run %s, named in its arguments", cmd.words[0], n)
-						}
-						if why == "" {
-							why = "part of " + cmd.String() + " is computed at run time"
-						}
-						*m = &Decision{Action: Ask, By: "rule:" + r.String(),
-							Reason: fmt.Sprintf("cannot tell whether %s rule %s applies: %s", r.Action, r.String(), why)}
+					if why == "" {
+						why = "part of " + cmd.String() + " is computed at run time"
 					}
+					maybe(r, why)
 				}
 			}
 		case c.kind == KindRead || c.kind == KindWrite:

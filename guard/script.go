@@ -50,6 +50,10 @@ type shellWrite struct {
 	target  string // literal target, when known
 	cwd     string // directory the target is relative to
 	unknown string // why the target or directory is not known
+	// loose marks a computed argument of a command whose computed
+	// arguments the workspace check passes over (cp x "$D": the sandbox
+	// confines it); Edit and Write rules still ask about it.
+	loose bool
 }
 
 // maxNesting bounds eval / bash -c / piped-script recursion.
@@ -801,55 +805,35 @@ var fileWriters = map[string]struct {
 	"dd": {"of", false},
 }
 
+// targets are the files the script is known to write: its redirections
+// and the files named by commands that change them (see writeTargets),
+// devices left out.
+func (s *script) targets() []shellWrite {
+	all := slices.Clone(s.writes)
+	for _, cmd := range s.cmds {
+		all = append(all, writeTargets(cmd)...)
+	}
+	return slices.DeleteFunc(all, func(w shellWrite) bool { return isDevice(w.target) })
+}
+
 // writeTargets returns the files a command is known to change, as
-// shellWrites, for the workspace check. It is a best effort that catches
-// the plain cases ("rm -rf ~", "cp x /etc/", "mv a ../b", "cp -t /etc x");
-// what programs do beyond their arguments is not seen (the OS sandbox is
-// what confines them).
+// shellWrites: a best effort that catches the plain cases ("rm -rf ~",
+// "cp x /etc/", "mv a ../b", "cp -t /etc x", "find -fprint f"); what
+// programs do beyond their arguments is not seen (the OS sandbox is what
+// confines them).
 func writeTargets(c shellCmd) []shellWrite {
-	if c.opaque != "" && len(c.words) > 0 && c.dyn[0] {
+	if len(c.words) == 0 || c.dyn[0] {
 		return nil
 	}
-	words, dyn := c.words, c.dyn
-	fw, ok := fileWriters[words[0]]
-	if !ok {
-		return nil
-	}
-	type arg struct {
-		text string
-		lit  bool
-	}
-	var args []arg
-	var target *arg
-	opts := true
-	for i := 1; i < len(words); i++ {
-		w := words[i]
-		switch {
-		case opts && w == "--":
-			opts = false
-		case fw.which == "of":
-			if v, ok := strings.CutPrefix(w, "of="); ok {
-				args = append(args, arg{v, !dyn[i]})
-			}
-		case opts && fw.which == "last" && (w == "-t" || w == "--target-directory") && i+1 < len(words):
-			target = &arg{words[i+1], !dyn[i+1]}
-			i++
-		case opts && fw.which == "last" && strings.HasPrefix(w, "--target-directory="):
-			target = &arg{strings.TrimPrefix(w, "--target-directory="), !dyn[i]}
-		case opts && fw.which == "last" && strings.HasPrefix(w, "-t") && len(w) > 2 && !strings.HasPrefix(w, "--"):
-			target = &arg{w[2:], !dyn[i]}
-		case opts && strings.HasPrefix(w, "-") && w != "-":
-		default:
-			args = append(args, arg{w, !dyn[i]})
-		}
-	}
+	fw, ok := fileWriters[c.words[0]]
+	var args []argWord
 	switch {
-	case target != nil:
-		args = []arg{*target}
-	case fw.which == "last" && len(args) > 1:
-		args = args[len(args)-1:]
-	case fw.which == "last":
-		args = nil
+	case c.words[0] == "find":
+		fw, args = fileWriters["touch"], findOutputs(c.words, c.dyn)
+	case ok:
+		args = writerArgs(fw.which, c.words, c.dyn)
+	default:
+		return nil
 	}
 	var out []shellWrite
 	for _, a := range args {
@@ -857,16 +841,71 @@ func writeTargets(c shellCmd) []shellWrite {
 		target := expandHome(a.text)
 		switch {
 		case !a.lit:
-			if !fw.dynamic {
-				continue
-			}
 			w.unknown = "an argument is computed at run time"
+			w.loose = !fw.dynamic
 		case !filepath.IsAbs(target) && c.cwdUnknown != "":
 			w.unknown = c.cwdUnknown
 		default:
 			w.target = target
 		}
 		out = append(out, w)
+	}
+	return out
+}
+
+// argWord is a command's argument and whether it is literal.
+type argWord struct {
+	text string
+	lit  bool
+}
+
+// writerArgs returns the arguments of a file writer (see fileWriters)
+// naming the files it changes.
+func writerArgs(which string, words []string, dyn []bool) []argWord {
+	var args []argWord
+	var target *argWord
+	opts := true
+	for i := 1; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case opts && w == "--":
+			opts = false
+		case which == "of":
+			if v, ok := strings.CutPrefix(w, "of="); ok {
+				args = append(args, argWord{v, !dyn[i]})
+			}
+		case opts && which == "last" && (w == "-t" || w == "--target-directory") && i+1 < len(words):
+			target = &argWord{words[i+1], !dyn[i+1]}
+			i++
+		case opts && which == "last" && strings.HasPrefix(w, "--target-directory="):
+			target = &argWord{strings.TrimPrefix(w, "--target-directory="), !dyn[i]}
+		case opts && which == "last" && strings.HasPrefix(w, "-t") && len(w) > 2 && !strings.HasPrefix(w, "--"):
+			target = &argWord{w[2:], !dyn[i]}
+		case opts && strings.HasPrefix(w, "-") && w != "-":
+		default:
+			args = append(args, argWord{w, !dyn[i]})
+		}
+	}
+	switch {
+	case target != nil:
+		return []argWord{*target}
+	case which == "last" && len(args) > 1:
+		return args[len(args)-1:]
+	case which == "last":
+		return nil
+	}
+	return args
+}
+
+// findOutputs returns the files find writes with -fprint FILE, -fprint0,
+// -fprintf FILE FORMAT and -fls FILE.
+func findOutputs(words []string, dyn []bool) []argWord {
+	var out []argWord
+	for i := 1; i+1 < len(words); i++ {
+		switch words[i] {
+		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			out = append(out, argWord{words[i+1], !dyn[i+1]})
+		}
 	}
 	return out
 }
