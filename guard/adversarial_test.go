@@ -411,3 +411,94 @@ func runCommands(t *testing.T, p *Policy, cases []cmdCase) {
 		}
 	}
 }
+
+// TestMoreRunners: more ways to run what a deny rule forbids: env -S
+// written every way env reads it, shells reading stdin from a descriptor,
+// shells whose environment or startup files run commands, and programs
+// that run commands given in their options (tar, zip, sed's e, editors,
+// debuggers, fc).
+func TestMoreRunners(t *testing.T) {
+	root, _ := workspace(t)
+	p := &Policy{Mode: FullAccess, Root: root, Rules: rules(t, nil, nil, []string{"Bash(rm:*)"})}
+	rm, ok := "rule:Bash(rm:*)", "mode:"
+	runCommands(t, p, []cmdCase{
+		{`env -S"rm f"`, Deny, rm},
+		{`env -S'rm f'`, Deny, rm},
+		{`env -iS"rm f"`, Deny, rm},
+		{`env --split-string="rm f"`, Deny, rm},
+		{`env --split="rm f"`, Deny, rm},
+		{`env --sp "rm f"`, Deny, rm},
+		{`env -S 'r""m f'`, Deny, rm},
+		{`env -S 'r\m f'`, Deny, rm},
+		{`env -S '-i A=1 rm\_f'`, Deny, rm},
+		{`env -S 'A=1' rm f`, Deny, rm},
+		{`env -S '${X} f'`, Ask, rm},
+		{`env -S "$X"`, Ask, rm},
+		{`env -u HOME rm f`, Deny, rm},
+		{`exec 4<<<"rm f"; sh 0<&4`, Ask, rm},
+		{`exec 3<<<"rm f"; bash <&3`, Ask, rm},
+		{`sh 3<<<"rm f" <&3`, Deny, rm},
+		{`sh 3<<<"rm f" </dev/fd/3`, Deny, rm},
+		{`sh </dev/fd/3 3<<<"echo hi"`, Ask, rm},
+		{`{ sh; } <<<"rm f"`, Ask, rm},
+		{`echo "rm f" | (bash)`, Ask, rm},
+		{`echo "rm f" | { source /dev/stdin; }`, Ask, rm},
+		{`sh < <(echo "rm f")`, Ask, rm},
+		{`sh`, Ask, rm},
+		{`PROMPT_COMMAND="rm f" bash -i </dev/null`, Ask, rm},
+		{`export BASH_ENV=./x; bash build.sh`, Ask, rm},
+		{`PS4='$(rm f)' SHELLOPTS=xtrace bash -c true`, Ask, rm},
+		{`env 'BASH_FUNC_ls%%=() { rm f; }' bash -c ls`, Ask, rm},
+		{`read -r PROMPT_COMMAND <<<"rm f"; bash -i`, Ask, rm},
+		{`bash --rcfile <(echo "rm f") -i </dev/null`, Ask, rm},
+		{`bash --init-file x`, Ask, rm},
+		{`bash -ic 'echo hi'`, Ask, rm},
+		{`bash -ic 'rm f'`, Deny, rm},
+		{`fish -C 'rm f'`, Ask, rm},
+		{`tar cf /dev/null --checkpoint=1 --checkpoint-action=exec="rm f" /dev/null`, Deny, rm},
+		{`tar --checkpoint-act=exec='rm f' -cf x.tar .`, Deny, rm},
+		{`tar -cf x.tar -I 'rm f' .`, Deny, rm},
+		{`tar cfI x.tar 'rm f' .`, Deny, rm},
+		{`tar --to-command='rm f' -xf x.tar`, Deny, rm},
+		{`tar --use-compress-program "$X" -cf x.tar .`, Ask, rm},
+		{`zip -q /tmp/z.zip f -T -TT "rm f"`, Deny, rm},
+		{`zip -T --unzip-command="rm f" z.zip f`, Deny, rm},
+		{`sed -n "1e rm f" file`, Deny, rm},
+		{`sed -e p -e 'e rm f' file`, Deny, rm},
+		{`sed '/x/!e rm f' file`, Deny, rm},
+		{`sed --expr='$ e rm f' file`, Deny, rm},
+		{`sed 's/.*/rm f/e' file`, Ask, rm},
+		{`sed 'e' file`, Ask, rm},
+		{`sed -f script.sed file`, Ask, rm},
+		{`sed "$S" file`, Ask, rm},
+		{`vim -es -c "!rm f" -c q`, Ask, rm},
+		{`vi +'!rm f' x`, Ask, rm},
+		{`nvim --headless x`, Ask, rm},
+		{`gdb -batch -ex "shell rm f"`, Ask, rm},
+		{`history -s "rm f"; fc -e -`, Ask, rm},
+		// Not what the rule is about.
+		{`env A=1 -S 'rm f'`, Allow, ok}, // runs a command named -S
+		{`env -S 'ls -l'`, Allow, ok},
+		{`sh < build.sh`, Allow, ok},
+		{`bash -c 'echo hi' </dev/null`, Allow, ok},
+		{`bash <<< 'echo hi'`, Allow, ok},
+		{`tar -czf x.tar.gz src`, Allow, ok},
+		{`tar -I zstd -cf x.tar src`, Allow, ok},
+		{`sed -i.bak 's/a/b/g; /x/d' f`, Allow, ok},
+		{`sed -n '/start/,/end/{p;q}' f`, Allow, ok},
+		{`sed '1i\` + "\n" + `header' f`, Allow, ok},
+		{`sed --sandbox 's/x/y/e' f`, Allow, ok},
+		{`zip -r z.zip src`, Allow, ok},
+		{`fc -l`, Allow, ok},
+		{`PS1=x; echo hi`, Allow, ok},
+	})
+	// tar and sed do their own work: an allow rule for what they run does
+	// not cover them; nor does one for what git rebase -x runs.
+	a := &Policy{Mode: ReadOnly, Root: root, Rules: rules(t, []string{"Bash(zstd:*)", "Bash(make:*)", "Bash(ls:*)"}, nil, nil)}
+	runCommands(t, a, []cmdCase{
+		{`tar -I zstd -tf x.tar`, Ask, "mode:"},
+		{`git rebase -x make main`, Ask, "mode:"},
+		{`sed -n '1e ls' f`, Ask, "mode:"},
+		{`env -S 'ls -l'`, Allow, "rule:"},
+	})
+}

@@ -16,6 +16,9 @@ type script struct {
 	cmds   []shellCmd
 	writes []shellWrite
 	err    error // the script does not parse
+	// shellEnv, when set, says which variable the script sets that makes
+	// a shell it starts afterwards run commands (see shellEnvVars).
+	shellEnv string
 }
 
 // shellCmd is one command the script runs: a simple command as written,
@@ -85,20 +88,18 @@ func (s *script) add(src, dir, cwdUnknown string, depth int) error {
 		switch n := n.(type) {
 		case *syntax.Stmt:
 			if call, ok := n.Cmd.(*syntax.CallExpr); ok {
-				for _, r := range n.Redirs {
-					switch r.Op {
-					case syntax.Hdoc, syntax.DashHdoc:
-						t, lit := hdocText(r)
-						stdin[call] = stdinScript{t.s, lit}
-					case syntax.WordHdoc:
-						t, lit := wordText(r.Word)
-						stdin[call] = stdinScript{t.s, lit}
-					case syntax.RdrIn:
-						// A script file, as in "bash file": a program
-						// like any other.
-						stdin[call] = stdinScript{known: true}
-					}
+				var piped *stdinScript
+				if in, ok := stdin[call]; ok {
+					piped = &in
 				}
+				if in := redirStdin(n.Redirs, piped); in != nil {
+					stdin[call] = *in
+				}
+			}
+		case *syntax.DeclClause:
+			// export BASH_ENV=..., declare -x PS4=...
+			for _, a := range n.Args {
+				s.noteAssign(a)
 			}
 		case *syntax.BinaryCmd:
 			if n.Op != syntax.Pipe && n.Op != syntax.PipeAll {
@@ -110,6 +111,9 @@ func (s *script) add(src, dir, cwdUnknown string, depth int) error {
 				}
 			}
 		case *syntax.CallExpr:
+			for _, a := range n.Assigns {
+				s.noteAssign(a)
+			}
 			if len(n.Args) == 0 {
 				return true // assignments only
 			}
@@ -158,6 +162,110 @@ func (s *script) add(src, dir, cwdUnknown string, depth int) error {
 		return true
 	})
 	return nil
+}
+
+// redirStdin applies a command's redirections, in order, to what its
+// standard input reads: piped is what a pipe feeds it, nil when it
+// inherits the script's stdin. It returns nil when stdin is still
+// inherited. A here-document or here-string is known text; a file is a
+// script file (a program like any other); a descriptor opened earlier
+// (exec 4<<<...; sh <&4) is unknown.
+func redirStdin(redirs []*syntax.Redirect, piped *stdinScript) *stdinScript {
+	fds := map[string]*stdinScript{}
+	get := func(fd string) *stdinScript {
+		if in, ok := fds[fd]; ok {
+			return in
+		}
+		if fd == "0" {
+			return piped
+		}
+		return &stdinScript{}
+	}
+	for _, r := range redirs {
+		fd := "0"
+		if r.N != nil {
+			fd = r.N.Value
+		}
+		t, lit := wordText(r.Word)
+		var in *stdinScript
+		switch r.Op {
+		case syntax.Hdoc, syntax.DashHdoc:
+			t, lit = hdocText(r)
+			in = &stdinScript{t.s, lit}
+		case syntax.WordHdoc:
+			in = &stdinScript{t.s, lit}
+		case syntax.RdrIn, syntax.RdrInOut:
+			switch n, isFd := fdPath(t.s); {
+			case !lit:
+				in = &stdinScript{} // a computed file, or <(...)
+			case isFd:
+				in = get(n)
+			default:
+				in = &stdinScript{known: true}
+			}
+		case syntax.DplIn:
+			switch {
+			case lit && t.s == "-":
+				in = &stdinScript{known: true} // closed
+			case lit && strings.Trim(t.s, "0123456789") == "":
+				in = get(t.s)
+			default:
+				in = &stdinScript{}
+			}
+		default:
+			continue
+		}
+		fds[fd] = in
+	}
+	return get("0")
+}
+
+// fdPath returns the descriptor a path names (/dev/stdin is 0, /dev/fd/3
+// is 3).
+func fdPath(p string) (string, bool) {
+	if isStdin(p) && p != "-" {
+		return "0", true
+	}
+	for _, dir := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"} {
+		if n, ok := strings.CutPrefix(p, dir); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// shellEnvVars are variables whose value a shell started later runs as
+// commands or reads a script from: BASH_ENV and ENV (startup files),
+// PROMPT_COMMAND and the prompts (an interactive shell expands them, and
+// PS4 with xtrace), SHELLOPTS and BASHOPTS (turn on xtrace), ZDOTDIR (zsh's
+// startup files).
+var shellEnvVars = map[string]bool{"BASH_ENV": true, "ENV": true, "PROMPT_COMMAND": true, "PS0": true, "PS1": true,
+	"PS2": true, "PS3": true, "PS4": true, "SHELLOPTS": true, "BASHOPTS": true, "ZDOTDIR": true}
+
+// noteAssign remembers an assignment to one of shellEnvVars (or to
+// a name computed at run time, or an exported function): every shell the
+// script starts afterwards may run what it holds.
+func (s *script) noteAssign(a *syntax.Assign) {
+	name := ""
+	switch {
+	case a.Name != nil:
+		name = a.Name.Value
+	case a.Value != nil:
+		t, lit := wordText(a.Value) // declare "NAME=value"
+		if !lit {
+			s.shellEnv = "a variable named at run time is set"
+			return
+		}
+		name, _, _ = strings.Cut(t.s, "=")
+	}
+	s.noteEnv(name)
+}
+
+// noteEnv is noteAssign for the NAME of NAME=value.
+func (s *script) noteEnv(name string) {
+	if s.shellEnv == "" && (shellEnvVars[name] || strings.HasPrefix(name, "BASH_FUNC_")) {
+		s.shellEnv = name + " is set"
+	}
 }
 
 // producedText is what the left side of a pipe writes, when that is
@@ -251,8 +359,12 @@ var (
 	shells = map[string]bool{"bash": true, "sh": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "busybox": true,
 		"ash": true, "rbash": true, "yash": true, "posh": true, "fish": true, "csh": true, "tcsh": true}
 	// specials run commands given in their options or as shell text (see
-	// special): git, flock -c, su -c, runuser, sg, script -c, ssh, tmux.
-	specials = map[string]bool{"git": true, "flock": true, "su": true, "runuser": true, "sg": true, "script": true, "ssh": true, "tmux": true}
+	// special): git, flock -c, su -c, runuser, sg, script -c, ssh, tmux,
+	// tar's --checkpoint-action=exec= and -I, zip -TT, sed's e, fc, and
+	// editors and debuggers that run their own commands.
+	specials = map[string]bool{"git": true, "flock": true, "su": true, "runuser": true, "sg": true, "script": true, "ssh": true, "tmux": true,
+		"tar": true, "zip": true, "sed": true, "fc": true, "gdb": true, "lldb": true,
+		"vim": true, "vi": true, "nvim": true, "view": true, "vimdiff": true, "gvim": true, "ex": true, "evim": true, "nvi": true}
 )
 
 // wrapperValueFlags are the options of wrappers that take a value as the
@@ -260,7 +372,6 @@ var (
 var wrapperValueFlags = map[string]string{
 	"sudo":        "-u -g -C -D -h -p -r -t -U -T",
 	"doas":        "-u -C",
-	"env":         "-u -C -S --unset --chdir --split-string",
 	"nice":        "-n --adjustment",
 	"timeout":     "-s -k --signal --kill-after",
 	"xargs":       "-n -I -L -P -d -s -E -a -i --max-args --replace --max-lines --max-procs --delimiter --arg-file",
@@ -338,11 +449,17 @@ func (s *script) command(words []string, dyn []bool, ctx cmdCtx, derived bool) {
 				s.cmds[idx].opaque = "the sourced script does not parse: " + err.Error()
 			}
 		}
-	case name == "env" && envSplit(args, adyn) != nil:
-		mark("")
-		if ctx.depth < maxNesting {
-			sw := envSplit(args, adyn)
-			s.command(sw, make([]bool, len(sw)), ctx.nested(), derived)
+	case name == "env":
+		cmd, cdyn, why := envCommand(args, adyn, s.noteEnv)
+		if len(cmd) > 0 || why != "" {
+			mark(why)
+			s.command(cmd, cdyn, ctx, derived)
+		}
+	case name == "read" || name == "mapfile" || name == "readarray" || name == "printf":
+		for i, a := range args {
+			if !adyn[i] {
+				s.noteEnv(a) // read PS4, printf -v PS4 ...
+			}
 		}
 	case transparent[name] || privileged[name]:
 		rest, rdyn := stripOptions(name, args, adyn)
@@ -386,18 +503,21 @@ func (s *script) command(words []string, dyn []bool, ctx cmdCtx, derived bool) {
 				args, adyn = args[1:], adyn[1:]
 			}
 		}
-		script, known, isScript := shellScript(args, adyn, ctx.stdin)
-		if !isScript {
+		script, why, isScript := shellScript(name, args, adyn, ctx.stdin)
+		switch {
+		case s.shellEnv != "":
+			mark("the shell may run what its environment holds (" + s.shellEnv + ")")
+		case !isScript:
 			return // runs a script file: a program like any other
+		default:
+			mark(why)
 		}
 		switch {
-		case !known:
-			mark("the shell runs a script computed at run time")
+		case script == "":
 		case ctx.depth >= maxNesting:
 			mark("the shell script is nested too deeply to analyse")
 		default:
-			mark("")
-			if err := s.add(script, ctx.cwd, ctx.cwdUnknown, ctx.depth+1); err != nil {
+			if err := s.add(script, ctx.cwd, ctx.cwdUnknown, ctx.depth+1); err != nil && s.cmds[idx].opaque == "" {
 				s.cmds[idx].opaque = "the shell script does not parse: " + err.Error()
 			}
 		}
@@ -436,21 +556,131 @@ func (s *script) command(words []string, dyn []bool, ctx cmdCtx, derived bool) {
 	}
 }
 
-// envSplit returns the words of env -S 'STRING' (env --split-string), or
-// nil.
-func envSplit(args []string, dyn []bool) []string {
-	for i := 0; i+1 < len(args); i++ {
-		if (args[i] == "-S" || args[i] == "--split-string") && !dyn[i+1] {
-			return strings.Fields(args[i+1])
+// envCommand reads env's command line as env does: its options (-i, -0,
+// -v, -u NAME, -C DIR, -a ARG, -S STRING and their long forms, which may
+// be abbreviated), its NAME=value operands (note is told each NAME) and
+// the command it runs. The words of -S STRING are read in its place, as
+// options, operands or the command. why says what cannot be known.
+func envCommand(args []string, dyn []bool, note func(string)) (cmd []string, cdyn []bool, why string) {
+	longs := []string{"split-string", "unset", "chdir", "argv0", "ignore-environment", "null", "debug",
+		"block-signal", "default-signal", "ignore-signal", "list-signal-handling", "help", "version"}
+	args, dyn = slices.Clone(args), slices.Clone(dyn)
+	operands := false // options end at the first NAME=value
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if dyn[i] {
+			return args[i:], dyn[i:], ""
 		}
-		if v, ok := strings.CutPrefix(args[i], "--split-string="); ok {
-			return strings.Fields(v)
+		opt, val, hasVal := "", "", false
+		switch {
+		case operands && strings.Contains(a, "="):
+			name, _, _ := strings.Cut(a, "=")
+			note(name)
+			continue
+		case operands:
+			return args[i:], dyn[i:], ""
+		case a == "--":
+			return args[i+1:], dyn[i+1:], ""
+		case strings.HasPrefix(a, "--"):
+			name, v, eq := strings.Cut(a[2:], "=")
+			for _, l := range longs {
+				if name != "" && strings.HasPrefix(l, name) {
+					opt, val, hasVal = l, v, eq
+					break
+				}
+			}
+			if opt != "split-string" && opt != "unset" && opt != "chdir" && opt != "argv0" {
+				continue
+			}
+		case a == "-":
+			continue
+		case strings.HasPrefix(a, "-"):
+			for j := 1; j < len(a); j++ {
+				if strings.IndexByte("SuCa", a[j]) >= 0 {
+					opt, val, hasVal = a[j:j+1], a[j+1:], j+1 < len(a)
+					break
+				}
+			}
+			if opt == "" {
+				continue
+			}
+		case strings.Contains(a, "="):
+			operands, i = true, i-1
+			continue
+		default:
+			return args[i:], dyn[i:], ""
 		}
-		if !strings.HasPrefix(args[i], "-") && !strings.Contains(args[i], "=") {
-			return nil
+		if !hasVal && i+1 < len(args) {
+			i++
+			val = args[i]
+			if dyn[i] && (opt == "S" || opt == "split-string") {
+				return nil, nil, "env -S splits a string computed at run time"
+			}
+		}
+		if opt == "S" || opt == "split-string" {
+			w, d := splitEnvString(val)
+			args = append(w, args[i+1:]...)
+			dyn = append(d, dyn[i+1:]...)
+			i = -1 // env reads the words in place of -S STRING
 		}
 	}
-	return nil
+	return nil, nil, ""
+}
+
+// splitEnvString splits env -S's STRING into words as env does: blanks
+// separate words outside quotes, '...' keeps all but \\ and \', "..."
+// and bare text decode \n \t \r \f \v \_ (a blank; outside quotes a
+// separator) \c (ends the string) and quote anything else, # starts a
+// comment at the start of a word. A word holding ${NAME} is computed.
+func splitEnvString(s string) (words []string, dyn []bool) {
+	var b strings.Builder
+	in, d := false, false
+	var q byte
+	flush := func() {
+		if in {
+			words, dyn = append(words, b.String()), append(dyn, d)
+		}
+		b.Reset()
+		in, d = false, false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case q != 0 && c == q:
+			q = 0
+		case q == 0 && (c == '\'' || c == '"'):
+			q, in = c, true
+		case q == 0 && strings.IndexByte(" \t\n\v\f\r", c) >= 0:
+			flush()
+		case q == 0 && c == '#' && !in:
+			i = len(s)
+		case c == '\\' && i+1 < len(s) && (q != '\'' || s[i+1] == '\\' || s[i+1] == '\''):
+			i++
+			in = true
+			switch e := s[i]; e {
+			case 'c':
+				i = len(s)
+			case '_':
+				if q == 0 {
+					flush()
+				} else {
+					b.WriteByte(' ')
+				}
+			case 'n', 't', 'r', 'f', 'v':
+				b.WriteByte(map[byte]byte{'n': '\n', 't': '\t', 'r': '\r', 'f': '\f', 'v': '\v'}[e])
+			default:
+				b.WriteByte(e)
+			}
+		case c == '$' && q != '\'' && strings.HasPrefix(s[i:], "${"):
+			d, in = true, true
+			b.WriteByte(c)
+		default:
+			b.WriteByte(c)
+			in = true
+		}
+	}
+	flush()
+	return words, dyn
 }
 
 // stripOptions drops a wrapper's options (and env's NAME=value, the
@@ -482,58 +712,88 @@ func stripOptions(w string, words []string, dyn []bool) ([]string, []bool) {
 	return nil, nil
 }
 
+// interactiveShell is why the script of an interactive shell is not
+// all there is.
+const interactiveShell = "an interactive shell runs its startup files and prompt commands"
+
+func interactiveWhy(i bool) string {
+	if i {
+		return interactiveShell
+	}
+	return ""
+}
+
 // shellScript finds the script a shell runs: the argument of -c (also in
 // a combined -lc, -ec, ...), or stdin when there is no operand. isScript
-// is false when it runs a script file. known says whether the text is.
-func shellScript(args []string, dyn []bool, stdin *stdinScript) (text string, known, isScript bool) {
-	c := false
+// is false when it runs a script file. why, when set, says why the text
+// cannot be known: it is computed, in a descriptor, or the shell is
+// interactive and runs its startup files (-i, --rcfile, --init-file,
+// fish's --init-command).
+func shellScript(name string, args []string, dyn []bool, stdin *stdinScript) (text, why string, isScript bool) {
+	c, ci := false, false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case dyn[i] && c:
-			return "", false, true
 		case dyn[i]:
-			// A computed script file, or <(...): it may be a script
-			// produced at run time.
-			return "", false, true
+			// A computed script or script file, or <(...): it may be a
+			// script produced at run time.
+			return "", "the shell runs a script computed at run time", true
 		case a == "--":
 			if c && i+1 < len(args) {
-				return args[i+1], !dyn[i+1], true
+				return args[i+1], interactiveWhy(ci), true
 			}
-			return "", false, i+1 >= len(args)
+			if c || i+1 >= len(args) {
+				return stdinText(stdin, ci)
+			}
+			return "", "", false
 		case strings.HasPrefix(a, "--"):
-			if a == "--rcfile" || a == "--init-file" {
-				i++
+			switch a {
+			case "--rcfile", "--init-file", "--interactive", "--init-command":
+				return "", interactiveShell, true
+			}
+			if strings.HasPrefix(a, "--init-command=") {
+				return "", interactiveShell, true
 			}
 		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
 			if strings.Contains(a[1:], "c") {
 				c = true
 			}
+			if a[0] == '-' && (strings.Contains(a[1:], "i") || name == "fish" && strings.Contains(a[1:], "C")) {
+				ci = true // -i; fish's -C COMMAND
+			}
 			if strings.ContainsAny(a[1:], "oO") && i+1 < len(args) {
 				i++ // -o option
 			}
 		case c:
-			return a, true, true
+			return a, interactiveWhy(ci), true
+		case ci:
+			return "", interactiveShell, true
 		case isStdin(a) && a != "-":
-			return stdinText(stdin)
-		case strings.HasPrefix(a, "/dev/fd/") || strings.HasPrefix(a, "/proc/self/fd/"):
-			return "", false, true // a script in a descriptor: produced at run time
+			return stdinText(stdin, false)
+		case strings.HasPrefix(a, "/dev/fd/") || strings.HasPrefix(a, "/proc/self/fd/") || strings.HasPrefix(a, "/proc/thread-self/fd/"):
+			return "", "the shell runs a script from a descriptor", true
 		default:
-			return "", false, false // a script file
+			return "", "", false // a script file
 		}
 	}
 	if c {
-		return "", false, true
+		return "", "the shell's -c has no script", true
 	}
-	return stdinText(stdin)
+	return stdinText(stdin, ci)
 }
 
-// stdinText is the script a shell reads from stdin.
-func stdinText(stdin *stdinScript) (text string, known, isScript bool) {
-	if stdin == nil {
-		return "", true, true // reads the (empty) stdin
+// stdinText is the script a shell reads from stdin: unknown when stdin is
+// inherited (nil) or produced at run time, or the shell is interactive.
+func stdinText(stdin *stdinScript, interactive bool) (text, why string, isScript bool) {
+	switch {
+	case interactive:
+		return "", interactiveShell, true
+	case stdin == nil:
+		return "", "the shell reads its script from stdin, which rein cannot see", true
+	case !stdin.known:
+		return "", "the shell reads a script produced at run time", true
 	}
-	return stdin.text, stdin.known, true
+	return stdin.text, "", true
 }
 
 // baseName is the name a command word runs: /usr/bin/rm runs rm.

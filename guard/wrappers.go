@@ -24,6 +24,9 @@ type runs struct {
 	opaque    string // why what it runs cannot be known
 	// privileged: what it runs, runs as someone else (or elsewhere).
 	privileged bool
+	// own: the command does its own work besides what it runs (tar,
+	// sed, git rebase): an allow rule must cover it too.
+	own bool
 }
 
 type cmdWords struct {
@@ -156,7 +159,10 @@ func (r *runs) restScript(who string, args []string, dyn []bool) {
 func special(name string, args []string, dyn []bool) (r runs, ok bool) {
 	switch name {
 	case "git":
-		return gitRuns(args, dyn), true
+		// What git runs does not make it a mere wrapper: git rebase -x
+		// make needs an allow for git rebase too.
+		r = gitRuns(args, dyn)
+		r.own = len(r.scripts) > 0 || len(r.cmds) > 0
 	case "flock":
 		o := optionScan{shortValue: "wEc", longValue: []string{"--timeout", "--conflict-exit-code", "--command"}}
 		opts, i := o.scan(args, dyn)
@@ -223,10 +229,307 @@ func special(name string, args []string, dyn []bool) (r runs, ok bool) {
 		r.restScript("ssh", args[i:], dyn[i:])
 	case "tmux":
 		r = tmuxRuns(args, dyn)
-	default:
-		return r, false
+	case "tar":
+		r = tarRuns(args, dyn)
+		r.own = true
+	case "zip":
+		r.own = true
+		for i := 0; i < len(args); i++ {
+			a := args[i]
+			switch v, ok := strings.CutPrefix(a, "--unzip-command="); {
+			case dyn[i]:
+			case ok:
+				r.scripts = append(r.scripts, v)
+			case (a == "--unzip-command" || strings.HasPrefix(a, "-") && strings.HasSuffix(a, "TT")) && i+1 < len(args):
+				i++
+				r.restScript("zip -TT", args[i:i+1], dyn[i:i+1])
+			case strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "TT"):
+				_, v, _ := strings.Cut(a, "TT")
+				r.scripts = append(r.scripts, v)
+			}
+		}
+	case "sed":
+		r = sedRuns(args, dyn)
+		r.own = true
+	case "fc":
+		// fc -l lists the history; anything else runs from it.
+		if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") && strings.Contains(a, "l") }) {
+			r.opaque = "fc runs commands from the shell's history"
+		}
+	case "gdb", "lldb":
+		r.opaque = name + " runs the commands it is given (-ex, -x, its input), which may run programs"
+		if len(args) == 1 && (args[0] == "--version" || args[0] == "--help" || args[0] == "-v") {
+			r.opaque = ""
+		}
+	default: // vim and the other editors of specials
+		r.opaque = name + " runs editor commands (-c, +cmd, its input, its startup files), which may run shell commands"
+		if len(args) == 1 && (args[0] == "--version" || args[0] == "--help") {
+			r.opaque = ""
+		}
 	}
 	return r, true
+}
+
+// tarRuns finds the commands GNU tar runs: --checkpoint-action=exec=CMD,
+// --to-command, -I/--use-compress-program, -F/--info-script,
+// --new-volume-script and --rsh-command, also abbreviated and in the old
+// style "tar cfI a.tar CMD".
+func tarRuns(args []string, dyn []bool) runs {
+	var r runs
+	const shortValue = "bCfFgHIKLNTVX"
+	runners := []string{"--checkpoint-action", "--to-command", "--use-compress-program", "--info-script", "--new-volume-script", "--rsh-command"}
+	if len(args) > 0 && !dyn[0] && !strings.HasPrefix(args[0], "-") {
+		// Old style: the first word is letters, their values follow.
+		var w []string
+		var d []bool
+		next := 1
+		for _, l := range args[0] {
+			w, d = append(w, "-"+string(l)), append(d, false)
+			if strings.ContainsRune(shortValue, l) && next < len(args) {
+				w, d = append(w, args[next]), append(d, dyn[next])
+				next++
+			}
+		}
+		args, dyn = append(w, args[next:]...), append(d, dyn[next:]...)
+	}
+	args = unabbreviate(args, dyn, runners...)
+	opts, _ := optionScan{shortValue: shortValue, longValue: runners}.scanAll(args, dyn)
+	for _, op := range opts {
+		if !op.hasValue || !slices.Contains(runners, op.name) && op.name != "-I" && op.name != "-F" {
+			continue
+		}
+		v := op.value
+		if op.name == "--checkpoint-action" {
+			var ok bool
+			if v, ok = strings.CutPrefix(v, "exec="); !ok && !op.dyn {
+				continue
+			}
+		}
+		if op.dyn {
+			r.opaque = "tar runs a command computed at run time (" + op.name + ")"
+			continue
+		}
+		r.scripts = append(r.scripts, v)
+	}
+	return r
+}
+
+// unabbreviate returns args with long options abbreviated as getopt_long
+// allows (--to-com=X for --to-command=X) written out: the first of names
+// they begin.
+func unabbreviate(args []string, dyn []bool, names ...string) []string {
+	out := slices.Clone(args)
+	for i, a := range args {
+		name, v, eq := strings.Cut(a, "=")
+		if dyn[i] || !strings.HasPrefix(name, "--") || len(name) < 3 {
+			continue
+		}
+		for _, l := range names {
+			if strings.HasPrefix(l, name) {
+				out[i] = l
+				if eq {
+					out[i] += "=" + v
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// sedRuns finds the commands a sed script runs (GNU sed's e command); the
+// e flag of s, e without a command (it runs the pattern space), a script
+// file and a script rein cannot read make it opaque. --sandbox forbids e.
+func sedRuns(args []string, dyn []bool) runs {
+	var r runs
+	args = unabbreviate(args, dyn, "--expression", "--file", "--sandbox", "--in-place")
+	for i, a := range args {
+		if !dyn[i] && strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && strings.Contains(a, "i") {
+			// -i takes its suffix in the same word.
+			if j := strings.IndexByte(a, 'i'); !strings.ContainsAny(a[1:j], "efl") {
+				args[i] = a[:j+1]
+			}
+		}
+	}
+	opts, operands := optionScan{shortValue: "efl", longValue: []string{"--expression", "--file", "--line-length"}}.scanAll(args, dyn)
+	var scripts []string
+	given := false
+	for _, op := range opts {
+		switch op.name {
+		case "--sandbox":
+			return r
+		case "-e", "--expression":
+			given = true
+			if op.dyn {
+				r.opaque = "sed runs a script computed at run time"
+			}
+			scripts = append(scripts, op.value)
+		case "-f", "--file":
+			r.opaque = "sed runs a script file, which may run commands (e)"
+		}
+	}
+	if !given && len(operands) > 0 {
+		if dyn[operands[0]] {
+			r.opaque = "sed runs a script computed at run time"
+		}
+		scripts = append(scripts, args[operands[0]])
+	}
+	if r.opaque != "" {
+		return r
+	}
+	cmds, why := sedExec(strings.Join(scripts, "\n"))
+	r.scripts, r.opaque = cmds, why
+	return r
+}
+
+// sedExec returns the shell commands a sed script runs with GNU sed's e
+// command, or why that cannot be told: e without a command runs the
+// pattern space, s///e runs the result, and a script rein cannot read
+// might do either.
+func sedExec(s string) (cmds []string, why string) {
+	i, n := 0, len(s)
+	spaces := func() {
+		for i < n && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+	}
+	line := func() string { // the rest of the line
+		j := strings.IndexByte(s[i:], '\n')
+		if j < 0 {
+			j = n - i
+		}
+		t := s[i : i+j]
+		i += j
+		return t
+	}
+	upTo := func(d byte) bool { // past the next unescaped d
+		for ; i < n; i++ {
+			switch s[i] {
+			case '\\':
+				i++
+			case d:
+				i++
+				return true
+			}
+		}
+		return false
+	}
+	digits := func() {
+		for i < n && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	address := func() bool {
+		switch {
+		case i >= n:
+			return false
+		case s[i] >= '0' && s[i] <= '9':
+			digits()
+			if i < n && s[i] == '~' {
+				i++
+				digits()
+			}
+		case s[i] == '$':
+			i++
+		case s[i] == '/' || s[i] == '\\' && i+1 < n:
+			if s[i] == '\\' {
+				i++
+			}
+			d := s[i]
+			i++
+			if !upTo(d) {
+				return false
+			}
+			for i < n && (s[i] == 'I' || s[i] == 'M') {
+				i++
+			}
+		default:
+			return false
+		}
+		return true
+	}
+	unreadable := func(what string) ([]string, string) {
+		return nil, "rein cannot read the sed script (" + what + "), which may run commands (e)"
+	}
+	for i < n {
+		for i < n && strings.IndexByte(" \t\n;", s[i]) >= 0 {
+			i++
+		}
+		if i >= n {
+			break
+		}
+		if s[i] == '#' {
+			line()
+			continue
+		}
+		if address() {
+			spaces()
+			if i < n && s[i] == ',' {
+				i++
+				spaces()
+				if i < n && (s[i] == '+' || s[i] == '~') {
+					i++
+					digits()
+				} else if !address() {
+					return unreadable("an address")
+				}
+			}
+		}
+		spaces()
+		for i < n && s[i] == '!' {
+			i++
+			spaces()
+		}
+		if i >= n {
+			return unreadable("an address without a command")
+		}
+		c := s[i]
+		i++
+		switch c {
+		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
+		case 'e':
+			spaces()
+			cmd := line()
+			if strings.TrimSpace(cmd) == "" {
+				return nil, "sed's e runs the pattern space as a command"
+			}
+			cmds = append(cmds, cmd)
+		case 's', 'y':
+			if i >= n || s[i] == '\n' || s[i] == '\\' {
+				return unreadable(string(c) + " without a delimiter")
+			}
+			d := s[i]
+			i++
+			if !upTo(d) || !upTo(d) {
+				return unreadable("an unterminated " + string(c))
+			}
+			for c == 's' && i < n && strings.IndexByte("gpiImMe0123456789", s[i]) >= 0 {
+				if s[i] == 'e' {
+					return nil, "sed's s///e runs the result as a command"
+				}
+				i++
+			}
+			if c == 's' && i < n && s[i] == 'w' {
+				line()
+			}
+		case 'a', 'i', 'c':
+			for t := line(); strings.HasSuffix(t, "\\") && i < n; t = line() {
+				i++ // a continued line of text
+			}
+		case 'r', 'R', 'w', 'W':
+			line()
+		case 'b', 't', 'T', ':', 'v':
+			for i < n && s[i] != '\n' && s[i] != ';' {
+				i++
+			}
+		case 'q', 'Q', 'l', 'L':
+			spaces()
+			digits()
+		default:
+			return unreadable("command " + string(c))
+		}
+	}
+	return cmds, ""
 }
 
 // tmuxRuns handles tmux's commands that start a shell command.
@@ -457,7 +760,7 @@ func sourcedScript(w *syntax.Word, stdin *stdinScript) (s stdinScript, file bool
 	switch {
 	case isStdin(t.s):
 		if stdin == nil {
-			return stdinScript{known: true}, false
+			return stdinScript{}, false // inherited: rein cannot see it
 		}
 		return *stdin, false
 	case strings.HasPrefix(t.s, "/dev/fd/") || strings.HasPrefix(t.s, "/proc/self/fd/") || strings.HasPrefix(t.s, "/proc/thread-self/fd/"):
@@ -484,7 +787,7 @@ func (s *script) ran(idx int, r runs, ctx cmdCtx, derived bool) {
 		return // it runs nothing else: an ordinary command
 	}
 	c := &s.cmds[idx]
-	c.wrapper = !r.privileged && (r.canon == nil || r.canonOnly)
+	c.wrapper = !r.privileged && !r.own && (r.canon == nil || r.canonOnly)
 	if r.opaque != "" && c.opaque == "" {
 		c.opaque = r.opaque
 	}
