@@ -13,7 +13,7 @@
 // writes are checked by reading it (redirections such as > /etc/x, and the
 // arguments of commands known to change the files they name: rm, mv, cp,
 // tee, ...), and rules match each command the script runs after parsing
-// (see Rule). What programs do beyond their arguments is not seen here; in
+// (see Rule); Edit and Write deny and ask rules bind those writes too. What programs do beyond their arguments is not seen here; in
 // read-only and workspace-write modes rein runs bash and hooks under the OS
 // sandbox (package sandbox), which enforces the write boundary whatever
 // the script says. Where the sandbox is unavailable this analysis is all

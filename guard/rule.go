@@ -40,7 +40,10 @@ import (
 //     (parallel rm ::: x): it may run it.
 //   - file tools (Read, Edit, ...): a doublestar glob ("docs/**",
 //     "**/*.go"), relative to the workspace root, or absolute ("/etc/**",
-//     "~/.ssh/**").
+//     "~/.ssh/**"). Edit and Write deny and ask rules also bind the files
+//     a shell command is known to write (see script.targets), and ask
+//     when such a file is computed at run time; Read rules do not bind
+//     shell commands.
 //   - WebFetch: "domain:HOST" (HOST may start with "*."), matched against
 //     the host of the call's "url" argument.
 //   - other tools: only "Tool" and "Tool(*)" mean anything.
