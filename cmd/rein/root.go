@@ -377,10 +377,15 @@ func (a *app) interactive() bool {
 }
 
 // readInput returns args joined by spaces, or stdin when there are no args
-// (and stdin is not a terminal).
+// (and stdin is not a terminal). Blank input, from either, is a usage error:
+// it is refused before anything is set up.
 func (a *app) readInput(args []string, what string) (string, error) {
 	if len(args) > 0 {
-		return strings.Join(args, " "), nil
+		s := strings.Join(args, " ")
+		if strings.TrimSpace(s) == "" {
+			return "", usagef("no %s: the argument is blank", what)
+		}
+		return s, nil
 	}
 	if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		return "", usagef("no %s: give it as an argument or on stdin", what)
