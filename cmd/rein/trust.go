@@ -368,8 +368,11 @@ func (a *app) trustRevoke(dir string) error {
 	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
 		keys = append(keys, trust.Key(a.workspaceRoot(abs)))
 	}
+	// Compact clears the tail it drops: keep what it returns, so the
+	// message below names a directory.
+	keys = slices.Compact(keys)
 	st := a.trustStore()
-	for _, k := range slices.Compact(keys) {
+	for _, k := range keys {
 		ok, err := st.Revoke(k)
 		if err != nil {
 			return err
