@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/reinhq/rein/agent"
 	"github.com/reinhq/rein/llm"
@@ -25,11 +26,79 @@ const maxInputLine = 32 << 20
 //	{"type":"inject", "content": ..., "source"?: {kind, name}} -> Agent.Inject
 //	{"type":"cancel", "keepInbox"?: bool}                      -> Agent.Cancel(user)
 type inputRequest struct {
-	Type      string          `json:"type"`
-	Content   json.RawMessage `json:"content"`
-	ID        string          `json:"id"`
-	Source    *session.Source `json:"source"`
-	KeepInbox bool            `json:"keepInbox"`
+	Type      string
+	Content   json.RawMessage
+	ID        string
+	Source    *session.Source
+	KeepInbox *bool // nil when the line has none
+}
+
+// decodeRequest reads one input line. The line must be a JSON object with
+// only the fields of inputRequest, each of its type; whatever it fails on,
+// the request holds the type and id the line gave (when they are strings),
+// so that the error line can echo them. The messages speak of the line, not
+// of Go types.
+func decodeRequest(data []byte) (inputRequest, error) {
+	var req inputRequest
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return req, fmt.Errorf("want a JSON object, not %s", jsonKind(te.Value))
+		}
+		return req, err // a syntax error: its message says where
+	}
+	if fields == nil {
+		return req, errors.New("want a JSON object, not null")
+	}
+	// What can be echoed first, whatever else is wrong with the line.
+	_ = json.Unmarshal(fields["type"], &req.Type)
+	_ = json.Unmarshal(fields["id"], &req.ID)
+	var unknown []string
+	for k := range fields {
+		switch k {
+		case "type", "content", "id", "source", "keepInbox":
+		default:
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return req, fmt.Errorf("unknown field %q (want type, content, id, source or keepInbox)", unknown[0])
+	}
+	req.Content = fields["content"]
+	for _, f := range []struct {
+		name, want string
+		into       any
+	}{
+		{"type", "a string", &req.Type},
+		{"id", "a string", &req.ID},
+		{"source", `an object {"kind":K,"name":N}`, &req.Source},
+		{"keepInbox", "true or false", &req.KeepInbox},
+	} {
+		raw, ok := fields[f.name]
+		if !ok {
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(f.into); err != nil {
+			return req, fmt.Errorf("%s: want %s", f.name, f.want)
+		}
+	}
+	return req, nil
+}
+
+// jsonKind names the kind of JSON value json.UnmarshalTypeError.Value
+// reports, with its article.
+func jsonKind(v string) string {
+	switch v {
+	case "array", "object":
+		return "an " + v
+	case "bool":
+		return "true or false"
+	}
+	return "a " + v
 }
 
 // Error codes of the error lines.
@@ -128,11 +197,9 @@ func (a *app) serveInput(ctx context.Context, ag *agent.Agent, out *printer, int
 		case len(bytes.TrimSpace(l.data)) == 0:
 			continue
 		}
-		var req inputRequest
-		dec := json.NewDecoder(bytes.NewReader(l.data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			fail(l.n, inputInvalidJSON, nil, "%v", err)
+		req, err := decodeRequest(l.data)
+		if err != nil {
+			fail(l.n, inputInvalidJSON, &req, "%v", err)
 			continue
 		}
 		given := req // carryOut mints an id when none was given
@@ -159,6 +226,12 @@ func (a *app) carryOut(ag *agent.Agent, out *printer, req *inputRequest, onSettl
 		return &requestError{inputInvalidRequest, fmt.Errorf(format, args...)}
 	}
 	rejected := func(err error) error { return &requestError{inputRejected, err} }
+	switch req.Type {
+	case "send", "steer", "inject":
+		if req.KeepInbox != nil {
+			return bad("%s takes no keepInbox (only cancel does)", req.Type)
+		}
+	}
 	switch req.Type {
 	case "send", "steer":
 		if req.Source != nil {
@@ -206,7 +279,7 @@ func (a *app) carryOut(ag *agent.Agent, out *printer, req *inputRequest, onSettl
 		if len(req.Content) > 0 || req.ID != "" || req.Source != nil {
 			return bad("cancel takes only keepInbox")
 		}
-		ag.Cancel(session.CauseUser, agent.CancelOptions{KeepInbox: req.KeepInbox})
+		ag.Cancel(session.CauseUser, agent.CancelOptions{KeepInbox: req.KeepInbox != nil && *req.KeepInbox})
 	case "close":
 		return bad("close takes nothing else")
 	case "":
