@@ -53,9 +53,16 @@ func (s Spans) ForkPoint(at int64) error {
 	} else {
 		return nil
 	}
+	// Stable points are named by seq; -1 (nothing before it is stable)
+	// is not one a person can find in a listing of the events.
 	before := s.StablePoint(start - 1)
-	if end < 0 || end >= s.Events {
+	switch ended := end >= 0 && end < s.Events; {
+	case !ended && before < 0:
+		return fmt.Errorf("%w: fork seq %d is %s and has not ended; no event before it is a stable point", ErrOpenTurn, at, what)
+	case !ended:
 		return fmt.Errorf("%w: fork seq %d is %s and has not ended; the last stable point is seq %d", ErrOpenTurn, at, what, before)
+	case before < 0:
+		return fmt.Errorf("%w: fork seq %d is %s; the nearest stable point is seq %d, where it ends (no event before it is one)", ErrOpenTurn, at, what, end)
 	}
 	return fmt.Errorf("%w: fork seq %d is %s; the nearest stable points are seq %d and seq %d, where it ends", ErrOpenTurn, at, what, before, end)
 }

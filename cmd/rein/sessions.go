@@ -287,9 +287,10 @@ func (a *app) sessionsFork() *cobra.Command {
 --at. The fork point must be stable: a turn/end, or an event between turns
 such as an injected context, but not inside a turn nor inside a compaction
 that has not ended there (a refusal names the nearest stable points).
-Without --at it forks at the last stable point: the last event, or, when ID
-is inside a turn because it is running or a crash interrupted it, the last
-event before that turn, and says so. Every line the child gets is validated;
+Without --at (or with --at -1) it forks at the last stable point: the last
+event, or, when ID is inside a turn because it is running or a crash
+interrupted it, the last event before that turn, and says so; a session
+still inside its first turn has none and is refused. Every line the child gets is validated;
 a JSONL parent is copied, not loaded, so forking costs about a copy of its
 file and a check of its lines. The child records its parent and fork seq,
 keeps the parent's directory (unless --cwd) and inherits nothing pending. It
@@ -299,6 +300,9 @@ prints the new session's id.
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if at < -1 {
+				return usagef("--at %d: want the seq of an event (0 or more; 'rein sessions show --seqs ID' shows them)", at)
+			}
 			st, err := a.openStore()
 			if err != nil {
 				return err
@@ -311,13 +315,17 @@ prints the new session's id.
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("at") {
-				at = fp.At
-				if fp.At < fp.Last {
-					why := "interrupted by a crash"
-					if fp.Locked != nil {
-						why = runningWhere(fp.Locked)
-					}
+			if at == -1 {
+				why := "interrupted by a crash"
+				if fp.Locked != nil {
+					why = runningWhere(fp.Locked)
+				}
+				switch at = fp.At; {
+				case fp.At < 0 && fp.Last >= 0:
+					// A child without events would be a new session
+					// that only looks related.
+					return fmt.Errorf("session %s has no stable point to fork at: its first turn has not ended (%s)", id, why)
+				case fp.At < fp.Last:
 					fmt.Fprintf(a.stderr, "rein: session %s is inside a turn after #%d (%s); forking at #%d, the last stable point\n", id, fp.At, why, fp.At)
 				}
 			}
@@ -334,7 +342,7 @@ prints the new session's id.
 			return nil
 		},
 	}
-	cmd.Flags().Int64Var(&at, "at", -1, "last `SEQ` the fork holds (default: the last stable point)")
+	cmd.Flags().Int64Var(&at, "at", -1, "last `SEQ` the fork holds (default, or -1: the last stable point)")
 	return cmd
 }
 
