@@ -60,6 +60,16 @@ var (
 	ErrInvalid = errors.New("invalid value")
 )
 
+// kindError is an error whose message already says what kind it is: it
+// matches its sentinel (errors.Is) without repeating its text.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
 // Permission modes.
 const (
 	ReadOnly       = "read-only"
@@ -418,7 +428,7 @@ func (c *Config) apply(path string, data []byte, layer Layer) error {
 				}
 				msgs = append(msgs, msg)
 			}
-			return fmt.Errorf("config: %s: %w", strings.Join(msgs, "; "), ErrUnknownKey)
+			return &kindError{"config: " + strings.Join(msgs, "; "), ErrUnknownKey}
 		}
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
@@ -960,7 +970,7 @@ func (c *Config) set(key, value, origin string, layer Layer) error {
 		if s := suggest(key, keys); s != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", s)
 		}
-		return fmt.Errorf("%s: %w", msg, ErrUnknownKey)
+		return &kindError{msg, ErrUnknownKey}
 	}
 	c.origins[key] = origin
 	c.layers[key] = layer

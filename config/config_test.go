@@ -111,8 +111,8 @@ func TestUnknownKeyNamesFileAndLine(t *testing.T) {
 	if !errors.Is(err, config.ErrUnknownKey) {
 		t.Fatalf("err = %v, want ErrUnknownKey", err)
 	}
-	if !strings.Contains(err.Error(), p+`:3: unknown key "modle" (did you mean "model"?)`) {
-		t.Fatalf("err = %v, want file:3, the key and a suggestion", err)
+	if want := "config: " + p + `:3: unknown key "modle" (did you mean "model"?)`; err.Error() != want {
+		t.Fatalf("err = %v, want %s (file:3, the key and a suggestion, said once)", err, want)
 	}
 }
 
@@ -134,7 +134,7 @@ func TestUnknownKeySuggestions(t *testing.T) {
 		}
 	}
 	c := config.Default()
-	if err := c.Set("max_setps", "1", "flag"); !errors.Is(err, config.ErrUnknownKey) || !strings.Contains(err.Error(), `(did you mean "max_steps"?)`) {
+	if err := c.Set("max_setps", "1", "flag"); !errors.Is(err, config.ErrUnknownKey) || err.Error() != `config: flag: unknown key "max_setps" (did you mean "max_steps"?)` {
 		t.Errorf("Set: err = %v", err)
 	}
 }
