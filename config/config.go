@@ -82,6 +82,9 @@ const (
 	DefaultModel              = "deepseek:deepseek-chat"
 	DefaultPermissionMode     = WorkspaceWrite
 	DefaultInstructionsBudget = 32 << 10
+	// DefaultStreamIdleTimeout is the model adapters' idle-stream watchdog
+	// (the same as llm/sse's default, which a test in cmd/rein checks).
+	DefaultStreamIdleTimeout = 90 * time.Second
 )
 
 // Config is the effective configuration.
@@ -116,7 +119,8 @@ type Config struct {
 	// AppendSystemPrompt is added as the last system prompt section.
 	AppendSystemPrompt string
 	// StreamIdleTimeout abandons a response that sends nothing for this
-	// long (0: the adapters' default, 90 s).
+	// long (DefaultStreamIdleTimeout unless set; setting "0" gives the
+	// default back).
 	StreamIdleTimeout time.Duration
 	// RequestTimeout bounds one model request from sending to its last
 	// byte (0: no bound); a request cut by it fails with code timeout and
@@ -308,12 +312,28 @@ var Env = map[string]string{
 	"request_timeout":        "REIN_REQUEST_TIMEOUT",
 }
 
+// showDuration writes d as a person would in config.toml: whole hours as
+// "2h", whole minutes as "10m", other whole seconds as "90s", else as
+// time.Duration does.
+func showDuration(d time.Duration) string {
+	switch {
+	case d != 0 && d%time.Hour == 0:
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+	case d != 0 && d%time.Minute == 0:
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
+	case d%time.Second == 0:
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return d.String()
+}
+
 // Default returns the built-in configuration.
 func Default() *Config {
 	c := &Config{
 		Model:              DefaultModel,
 		PermissionMode:     DefaultPermissionMode,
 		InstructionsBudget: DefaultInstructionsBudget,
+		StreamIdleTimeout:  DefaultStreamIdleTimeout,
 		Providers:          map[string]Provider{},
 		Prices:             map[string]Price{},
 		origins:            map[string]string{},
@@ -961,6 +981,9 @@ func (c *Config) set(key, value, origin string, layer Layer) error {
 			return bad(`want a duration such as "90s" or "10m" ("0": the default)`)
 		}
 		if key == "stream_idle_timeout" {
+			if d == 0 {
+				d = DefaultStreamIdleTimeout
+			}
 			c.StreamIdleTimeout = d
 		} else {
 			c.RequestTimeout = d
@@ -995,8 +1018,8 @@ func (c *Config) Settings() []Setting {
 		{"thinking_budget", strconv.Itoa(c.ThinkingBudget), c.origins["thinking_budget"], false},
 		{"system_prompt", c.SystemPrompt, c.origins["system_prompt"], false},
 		{"append_system_prompt", c.AppendSystemPrompt, c.origins["append_system_prompt"], false},
-		{"stream_idle_timeout", c.StreamIdleTimeout.String(), c.origins["stream_idle_timeout"], false},
-		{"request_timeout", c.RequestTimeout.String(), c.origins["request_timeout"], false},
+		{"stream_idle_timeout", showDuration(c.StreamIdleTimeout), c.origins["stream_idle_timeout"], false},
+		{"request_timeout", showDuration(c.RequestTimeout), c.origins["request_timeout"], false},
 	}
 	// One line per list entry, so each shows where it came from.
 	out = append(out, c.listOrigins...)

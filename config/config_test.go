@@ -48,6 +48,9 @@ func TestPrecedence(t *testing.T) {
 		"providers.openai.base_url": "http://x @ " + user + ":6",
 		"sandbox.network_access":    "false @ default",
 		"store":                     " @ default",
+		// The effective defaults, as config.toml would say them.
+		"stream_idle_timeout": "90s @ default",
+		"request_timeout":     "0s @ default",
 	}
 	for k, w := range want {
 		if got[k] != w {
@@ -169,6 +172,20 @@ request_timeout = "15m"
 	}
 	if err := c.Set("request_timeout", "0", "flag --x"); err != nil || c.RequestTimeout != 0 {
 		t.Errorf("request_timeout 0: %v, %v", err, c.RequestTimeout)
+	}
+	// "0" is the default idle timeout, not none.
+	if err := c.Set("stream_idle_timeout", "0", "flag --x"); err != nil || c.StreamIdleTimeout != config.DefaultStreamIdleTimeout {
+		t.Errorf("stream_idle_timeout 0: %v, %v", err, c.StreamIdleTimeout)
+	}
+	for set, show := range map[string]string{"2m": "2m", "150s": "150s", "2h": "2h", "1500ms": "1.5s"} {
+		if err := c.Set("stream_idle_timeout", set, "flag --x"); err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range c.Settings() {
+			if st.Key == "stream_idle_timeout" && st.Value != show {
+				t.Errorf("stream_idle_timeout = %q shown as %q, want %q", set, st.Value, show)
+			}
+		}
 	}
 }
 

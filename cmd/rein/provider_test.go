@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reinhq/rein/config"
 	"github.com/reinhq/rein/llm/mock"
+	"github.com/reinhq/rein/llm/sse"
 )
 
 // TestKnobsReachARealAdapter runs rein run against the mock model server
@@ -84,5 +86,13 @@ func TestKnobsReachARealAdapter(t *testing.T) {
 	}
 	if got := reqs[0].Header.Get("X-Team"); got != "core" {
 		t.Errorf("X-Team header %q, want core", got)
+	}
+}
+
+// TestStreamIdleDefault: the idle timeout config show reports as the
+// default is the one the adapters' transport applies.
+func TestStreamIdleDefault(t *testing.T) {
+	if config.DefaultStreamIdleTimeout != sse.DefaultIdleTimeout {
+		t.Errorf("config.DefaultStreamIdleTimeout = %v, llm/sse applies %v", config.DefaultStreamIdleTimeout, sse.DefaultIdleTimeout)
 	}
 }
