@@ -186,6 +186,12 @@ prints the same as one JSON object.`,
 			if err != nil {
 				return err
 			}
+			if follow && !stats {
+				// Before anything is printed.
+				if _, err := a.follower(st); err != nil {
+					return err
+				}
+			}
 			id, err := resolveID(cmd.Context(), st, args[0])
 			if err != nil {
 				return err
@@ -375,32 +381,55 @@ func (a *app) sessionsRm() *cobra.Command {
 		Use:   "rm ID...",
 		Short: "Delete sessions",
 		Long: `Rm deletes each session: its file, its scratch files and its MCP server log.
-A session another process is running is refused (exit 4).`,
+A session another process is running is refused (exit 4). When an ID cannot
+be removed (unknown, ambiguous, running), rm says why on stderr and goes on
+with the others; it then exits with the code of the last failure.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.openStore()
 			if err != nil {
 				return err
 			}
+			var failed error
 			for _, ref := range args {
-				id, err := resolveID(cmd.Context(), st, ref)
-				if err != nil {
-					return err
-				}
-				if err := st.Delete(cmd.Context(), id); err != nil {
-					return lockedError(id, fmt.Errorf("rm %s: %w", id, err))
-				}
-				// The session's MCP server log goes with it.
-				if p := mcpLogFile(st, id); p != "" {
-					if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-						fmt.Fprintf(a.stderr, "rein: %s: the MCP server log stays: %v\n", id, err)
+				if err := a.rmSession(cmd.Context(), st, ref); err != nil {
+					if len(args) == 1 {
+						return err
 					}
+					fmt.Fprintf(a.stderr, "rein: %v\n", err)
+					failed = err
 				}
-				fmt.Fprintf(a.stdout, "removed %s\n", id)
+			}
+			if failed != nil {
+				// Each failure is said; the exit code is the last one's.
+				code := ExitError
+				var ee *exitError
+				if errors.As(failed, &ee) {
+					code = ee.code
+				}
+				return exitWith(code, nil)
 			}
 			return nil
 		},
 	}
+}
+
+// rmSession deletes the session ref names, and its MCP server log.
+func (a *app) rmSession(ctx context.Context, st store.Store, ref string) error {
+	id, err := resolveID(ctx, st, ref)
+	if err != nil {
+		return err
+	}
+	if err := st.Delete(ctx, id); err != nil {
+		return lockedError(id, fmt.Errorf("rm %s: %w", id, err))
+	}
+	if p := mcpLogFile(st, id); p != "" {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(a.stderr, "rein: %s: the MCP server log stays: %v\n", id, err)
+		}
+	}
+	fmt.Fprintf(a.stdout, "removed %s\n", id)
+	return nil
 }
 
 func (a *app) sessionsSearch() *cobra.Command {
@@ -423,6 +452,9 @@ matches come first, 1000 at most unless --limit says otherwise.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			needle := strings.ToLower(strings.Join(args, " "))
+			if strings.TrimSpace(needle) == "" {
+				return usagef("no search text: give the text to look for")
+			}
 			st, err := a.openStore()
 			if err != nil {
 				return err

@@ -71,14 +71,19 @@ func (a *app) sessionsExport() *cobra.Command {
 one event per line) to stdout, whatever the store: exactly the bytes the JSONL
 store holds for it. What a crash left open is exported as it is (the store
 that imports it repairs it when the session is next resumed); a torn final
-line is left out. 'rein sessions import' reads the file back, into any store.`,
+line is left out, and so is a tail of zeros a crash left (said on stderr).
+'rein sessions import' reads the file back, into any store.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			st, err := a.openStore()
 			if err != nil {
 				return err
 			}
-			ld, err := a.load(cmd.Context(), st, args[0])
+			id, err := resolveID(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
+			ld, err := a.load(cmd.Context(), st, id)
 			if err != nil {
 				return err
 			}
@@ -184,12 +189,22 @@ func parseSessionFile(name string, data []byte) (*session.Log, int, error) {
 	return ld.Log, ld.TornBytes, nil
 }
 
+// follower returns st as a store.Follower, or the usage error of --follow
+// on a store that is not one.
+func (a *app) follower(st store.Store) (store.Follower, error) {
+	f, ok := st.(store.Follower)
+	if !ok {
+		return nil, usagef("--follow needs a store that other processes' appends can be followed in (a postgres:// store); %s is not one", a.storeName)
+	}
+	return f, nil
+}
+
 // follow prints session id's events as they are appended, in whatever
 // process, until interrupted: JSON lines, or transcript entries.
 func (a *app) follow(ctx context.Context, st store.Store, id string, from int64, asJSON bool, opts transcript.Options) error {
-	f, ok := st.(store.Follower)
-	if !ok {
-		return exitWith(ExitUsage, fmt.Errorf("--follow needs a store that other processes' appends can be followed in (a postgres:// store); %s is not one", a.storeName))
+	f, err := a.follower(st)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -226,9 +241,17 @@ type pageFlags struct {
 	page  string
 }
 
+// add defines the flags on cmd, and refuses a negative --limit before
+// cmd runs.
 func (p *pageFlags) add(cmd *cobra.Command, what string) {
 	cmd.Flags().IntVar(&p.limit, "limit", 0, "print at most `N` "+what+" (0: all); the next page's cursor goes to stderr")
 	cmd.Flags().StringVar(&p.page, "page", "", "continue after the page that printed this `CURSOR`")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if p.limit < 0 {
+			return usagef("--limit %d: want a number of %s, or 0 for all", p.limit, what)
+		}
+		return nil
+	}
 }
 
 // offsetPage pages a full list for stores without a paged listing: the
@@ -244,7 +267,7 @@ func offsetPage[T any](all []T, p pageFlags) ([]T, string, error) {
 		off = v
 	}
 	all = all[min(off, len(all)):]
-	if p.limit <= 0 || len(all) <= p.limit {
+	if p.limit == 0 || len(all) <= p.limit {
 		return all, "", nil
 	}
 	return all[:p.limit], base64.RawURLEncoding.EncodeToString([]byte("i" + strconv.Itoa(off+p.limit))), nil
