@@ -45,8 +45,12 @@ func (a *app) tuiRun(cmd *cobra.Command, f tuiFlags, args []string) error {
 			fmt.Fprintln(a.stderr, "rein: the terminal UI needs a terminal (stdin and stdout); 'rein run' runs a prompt headless")
 			return cmd.Help()
 		}
-		if len(args) > 0 && f.session == "" && !f.cont {
+		if len(args) == 1 && !strings.ContainsAny(args[0], " \t\n") && f.session == "" && !f.cont {
+			// One word: a mistyped command as likely as a prompt.
 			return usagef("unknown command %q for \"rein\" (a prompt for the terminal UI needs a terminal; 'rein run PROMPT' runs one headless)", args[0])
+		}
+		if len(args) > 0 && f.session == "" && !f.cont {
+			return usagef("a prompt for the terminal UI needs a terminal (stdin and stdout); 'rein run PROMPT' runs one headless")
 		}
 		return usagef("the terminal UI needs a terminal (stdin and stdout); 'rein run --session ID PROMPT' runs a turn headless")
 	}
