@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -135,7 +136,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd.SetIn(stdin)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
-	err := cmd.ExecuteContext(context.Background())
+	ran, err := cmd.ExecuteContextC(context.Background())
 	if a.closeStore != nil {
 		a.closeStore()
 	}
@@ -148,7 +149,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "rein: %v\n", ee.err)
 		}
 		if ee.code == ExitUsage {
-			fmt.Fprintln(stderr, "Run 'rein --help' for usage.")
+			// The help of the command that refused: its flags and
+			// arguments are what was wrong.
+			path := "rein"
+			if ran != nil {
+				path = ran.CommandPath()
+			}
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", path)
 		}
 		return ee.code
 	}
@@ -293,7 +300,12 @@ func (a *app) setup(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+	switch fi, err := os.Stat(abs); {
+	case errors.Is(err, fs.ErrNotExist):
+		return usagef("--cwd %s: no such directory", dir)
+	case err != nil:
+		return usagef("--cwd %s: %v", dir, errors.Unwrap(err))
+	case !fi.IsDir():
 		return usagef("--cwd %s: not a directory", dir)
 	}
 	a.dir = abs

@@ -118,7 +118,13 @@ func (a *app) resolveModel() (*model, error) {
 		if errors.Is(err, catalog.ErrMissingKey) {
 			hint = "\n(no key? 'rein demo' and --model scripted:FILE need none)"
 		}
-		return nil, fmt.Errorf("model %s (from %s): %w%s", a.cfg.Model, a.cfg.Origin("model"), err, hint)
+		err = fmt.Errorf("model %s (from %s): %w%s", a.cfg.Model, a.cfg.Origin("model"), err, hint)
+		// A --model naming no provider is a bad flag value, as one
+		// without a colon is (config.Set refuses that one).
+		if strings.HasPrefix(a.cfg.Origin("model"), "flag ") && (errors.Is(err, catalog.ErrUnknownProvider) || errors.Is(err, catalog.ErrBadSpec)) {
+			err = exitWith(ExitUsage, err)
+		}
+		return nil, err
 	}
 	m := &model{provider: prov, spec: cm.Spec(), price: cm.Price, catalog: cm}
 	a.tune(m)
