@@ -132,6 +132,12 @@ func TestScripts(t *testing.T) {
 			}
 			e.Setenv("HOME", home)
 			e.Setenv("REIN_HOME", filepath.Join(home, ".rein-home"))
+			// The repository, for scripts that check its examples.
+			repo, err := filepath.Abs(filepath.Join("..", ".."))
+			if err != nil {
+				return err
+			}
+			e.Setenv("REPO", repo)
 			e.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
 			// Under -race every rein process would sleep 1 s at exit
 			// (atexit_sleep_ms); a race still fails the process (exit 66).

@@ -42,7 +42,7 @@ func TestLoadDemo(t *testing.T) {
 	if ev := terminal(t, evs); ev.Type != llm.EventDone || ev.Finish != llm.FinishToolCalls {
 		t.Fatalf("call 1 ended %+v", ev)
 	}
-	if args.String() != `{"path":"README.md"}` || frags != 3 {
+	if args.String() != `{"file_path":"README.md"}` || frags != 3 {
 		t.Fatalf("arguments %q in %d fragments", args.String(), frags)
 	}
 
@@ -53,7 +53,7 @@ func TestLoadDemo(t *testing.T) {
 	}
 
 	req.Messages = append(req.Messages,
-		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_read_1", Name: "read", Arguments: `{"path":"README.md"}`}}},
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_read_1", Name: "read", Arguments: `{"file_path":"README.md"}`}}},
 		llm.Message{Role: llm.RoleTool, ToolCallID: "call_read_1", Content: llm.Text("# rein\n")})
 	ev = terminal(t, collect(m, t.Context(), req))
 	if ev.Type != llm.EventDone || ev.Usage != (llm.Usage{Input: 120, Output: 8}) {
