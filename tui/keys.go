@@ -333,18 +333,24 @@ func (m *Model) reopenReq(model string) OpenRequest {
 	return req
 }
 
-// switchTo closes the open session and opens another.
+// switchTo closes the open session and opens another. Should that fail
+// (a model that does not resolve, a session another process holds), the
+// session that was open is opened again (opened).
 func (m *Model) switchTo(req OpenRequest) tea.Cmd {
 	if m.running {
 		m.status = "a turn is running: esc cancels it first"
 		return nil
 	}
+	m.back = nil
 	if old := m.sess; old != nil {
 		if m.feed != nil {
 			m.feed.stop()
 			m.feed = nil
 		}
 		m.sess = nil
+		if old.Agent.Stored() {
+			m.back = &OpenRequest{SessionID: old.Agent.ID()}
+		}
 		if err := closeSession(old); err != nil && !errors.Is(err, agent.ErrClosed) {
 			m.local("closing the session: "+err.Error(), true)
 		}

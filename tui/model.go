@@ -69,6 +69,11 @@ type Model struct {
 	sent      bool   // Config.Prompt was sent
 	// forkPending opens the /fork picker once the scan is done.
 	forkPending bool
+	// back reopens the session a switch closed, should the switch fail.
+	back *OpenRequest
+	// model is the model /model chose: the sessions opened after it use
+	// it too.
+	model string
 }
 
 // completion offers session ids for an @session: word.
@@ -156,6 +161,9 @@ func (m *Model) open(req OpenRequest) tea.Cmd {
 	m.gen++
 	gen := m.gen
 	m.opening = true
+	if req.Model == "" {
+		req.Model = m.model
+	}
 	req.Ask = &asker{send: m.sendFn()}
 	req.Approver = &approver{send: m.sendFn()}
 	open := m.cfg.Open
@@ -324,11 +332,24 @@ func (m *Model) opened(msg openedMsg) tea.Cmd {
 			what = msg.req.ForkOf
 		}
 		text := "cannot open the session: " + describeOpenError(what, msg.err)
+		if msg.req.Model != "" {
+			text = fmt.Sprintf("cannot switch to %s: %v", msg.req.Model, msg.err)
+		}
+		if back := m.back; back != nil && m.sess == nil {
+			// Back to the session that was open before the switch.
+			m.back = nil
+			m.local(text+"; reopening the session you were in", true)
+			return m.open(*back)
+		}
 		if m.sess == nil {
 			text += " (/new starts a new one, /resume picks another, ctrl+c quits)"
 		}
 		m.local(text, true)
 		return nil
+	}
+	m.back = nil
+	if msg.req.Model != "" {
+		m.model = msg.req.Model
 	}
 	s := msg.sess
 	m.sess = s

@@ -513,6 +513,55 @@ func TestSwitchSessions(t *testing.T) {
 	}
 }
 
+// A /model that cannot be opened (a model that does not resolve) leaves
+// the person in the session they were in, not without one; the sessions
+// opened next use the model that worked, and a /model that worked sticks.
+func TestFailedModelSwitchReopensTheSession(t *testing.T) {
+	e := newEnv(t, scripted.Answer("one"))
+	open := func(ctx context.Context, req OpenRequest) (*Session, error) {
+		if strings.HasPrefix(req.Model, "nope:") {
+			e.mu.Lock()
+			e.opened = append(e.opened, req)
+			e.mu.Unlock()
+			return nil, errors.New(`unknown provider "nope"`)
+		}
+		return e.open(ctx, req)
+	}
+	opened := func() (int, OpenRequest) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return len(e.opened), e.opened[len(e.opened)-1]
+	}
+	d := newDriver(t, Config{Open: open}, 100, 30)
+	first := d.opened()
+	d.typ("first")
+	d.press("enter")
+	d.idle()
+	d.typ("/model nope:x")
+	d.press("enter")
+	d.waitFor("cannot switch to nope:x")
+	d.until("the session reopened", func() bool { return d.m.sess != nil && d.m.sess.Agent.ID() == first.ID() })
+	d.waitFor("› first")
+	if _, last := opened(); last.Model != "" || last.SessionID != first.ID() {
+		t.Errorf("reopened with %+v", last)
+	}
+	d.typ("/new")
+	d.press("enter")
+	d.until("a new session", func() bool { return d.m.sess != nil && d.m.sess.Agent.ID() != first.ID() })
+	if _, last := opened(); last.Model != "" {
+		t.Errorf("/new after a failed /model asked for %q", last.Model)
+	}
+	d.typ("/model other:model")
+	d.press("enter")
+	d.waitFor("other:model")
+	d.typ("/new")
+	d.press("enter")
+	d.until("another session", func() bool { n, _ := opened(); return n >= 6 && d.m.sess != nil && !d.m.opening })
+	if _, last := opened(); last.Model != "other:model" {
+		t.Errorf("/new after /model other:model asked for %q", last.Model)
+	}
+}
+
 // TestSessionCompletion: @session: offers the stored sessions; tab puts
 // the id in.
 func TestSessionCompletion(t *testing.T) {

@@ -33,7 +33,7 @@ func newWorkspaces(a *app) *workspaces {
 // open returns the view of dir's workspace with its trust decided (the
 // question goes to the person through ask), its writes confined
 // (confineWrites), its hooks, and the model: the view's, or modelSpec
-// when given (which the view keeps for its later sessions).
+// when given (for this session: the view keeps its own).
 func (ws *workspaces) open(ctx context.Context, dir string, ask trust.Asker, modelSpec string) (*app, *hook.Config, *model, error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -47,11 +47,6 @@ func (ws *workspaces) open(ctx context.Context, dir string, ask trust.Asker, mod
 		}
 		ws.views[key] = w
 	}
-	if modelSpec != "" {
-		if err := w.cfg.Set("model", modelSpec, "/model"); err != nil {
-			return nil, nil, nil, err
-		}
-	}
 	// Trust first: the workspace's held settings (provider URLs, allow
 	// rules, hooks) apply only once it is trusted.
 	w.trustAsker = ask
@@ -63,17 +58,40 @@ func (ws *workspaces) open(ctx context.Context, dir string, ask trust.Asker, mod
 	if err := w.confineWrites(dir); err != nil {
 		return nil, nil, nil, err
 	}
-	pk := w.providerKey()
+	m, err := ws.modelFor(w, modelSpec)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return w, hc, m, nil
+}
+
+// modelFor is the model of a session of view w: spec, or the view's own
+// when spec is "". Models are resolved once per providerKey and shared;
+// the view is not changed. ws.mu is held.
+func (ws *workspaces) modelFor(w *app, spec string) (*model, error) {
+	v := w
+	if spec != "" && spec != w.cfg.Model {
+		c := *w.cfg
+		c.Model = spec
+		cp := *w
+		cp.cfg = &c
+		v = &cp
+	}
+	pk := v.providerKey()
 	base := ws.models[pk]
 	if base == nil {
-		if base, err = w.resolveModel(); err != nil {
-			return nil, nil, nil, err
+		var err error
+		if base, err = v.resolveModel(); err != nil {
+			if u := errors.Unwrap(err); v != w && u != nil {
+				err = fmt.Errorf("model %s: %w", spec, u) // not the configured one's origin
+			}
+			return nil, err
 		}
 		ws.models[pk] = base
 	}
 	m := *base
-	w.tune(&m)
-	return w, hc, &m, nil
+	v.tune(&m)
+	return &m, nil
 }
 
 // forget drops the view of the workspace root: the next session there
@@ -104,36 +122,18 @@ func (ws *workspaces) verify() error {
 
 // resumed returns the model a resumed session runs with: spec, the model
 // of its last request (lastRequestModel), as 'rein run --session' keeps it,
-// unless the person chose the model for this run (--model, /model) or spec
-// cannot be used now; then m, and a notice saying why. A session's model
-// applies to that session only: the view keeps its own.
+// unless --model chose the model for this run or spec cannot be used now;
+// then m, and a notice saying why. (A face that lets the person pick a
+// model passes the pick as the session's model spec instead.)
 func (ws *workspaces) resumed(w *app, m *model, spec string) (*model, string) {
-	if spec == "" || spec == m.spec {
+	if spec == "" || spec == m.spec || w.cfg.Origin("model") == "flag --model" {
 		return m, ""
 	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	switch w.cfg.Origin("model") {
-	case "flag --model", "/model":
-		return m, ""
+	mm, err := ws.modelFor(w, spec)
+	if err != nil {
+		return m, fmt.Sprintf("this session ran on %s, which cannot be used now (%v); it continues on %s", spec, errors.Unwrap(err), m.spec)
 	}
-	v := *w
-	c := *w.cfg
-	c.Model = spec
-	v.cfg = &c
-	pk := v.providerKey()
-	base := ws.models[pk]
-	if base == nil {
-		var err error
-		if base, err = v.resolveModel(); err != nil {
-			if u := errors.Unwrap(err); u != nil {
-				err = u
-			}
-			return m, fmt.Sprintf("this session ran on %s, which cannot be used now (%v); it continues on %s", spec, err, m.spec)
-		}
-		ws.models[pk] = base
-	}
-	mm := *base
-	v.tune(&mm)
-	return &mm, ""
+	return mm, ""
 }
