@@ -453,3 +453,29 @@ func TestInheritedDescriptorsDoNotReachTheCommand(t *testing.T) {
 		t.Errorf("the sandboxed command holds the inherited descriptor:\n%s", out)
 	}
 }
+
+// Run as root, a sandboxed command's bounding set holds none of the
+// dropped capabilities (chattr +i, file capabilities, ptrace, mounts...).
+func TestDroppedCapabilitiesAreGone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root holds the capabilities to drop")
+	}
+	dir := t.TempDir()
+	s := newSandbox(t, Policy{Write: []string{dir}})
+	out, err := run(t, s, dir, "grep CapBnd /proc/self/status")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var bnd uint64
+	if _, err := fmt.Sscanf(strings.TrimSpace(out), "CapBnd:\t%x", &bnd); err != nil {
+		t.Fatalf("%q: %v", out, err)
+	}
+	for _, c := range append([]uintptr{unix.CAP_LINUX_IMMUTABLE, unix.CAP_SETFCAP, unix.CAP_SYS_PTRACE}, droppedCaps...) {
+		if bnd&(1<<c) != 0 {
+			t.Errorf("capability %d is in the sandbox's bounding set (%x)", c, bnd)
+		}
+	}
+	if bnd&(1<<unix.CAP_CHOWN) == 0 {
+		t.Errorf("CAP_CHOWN is gone too (%x): root should still own its workspace", bnd)
+	}
+}

@@ -258,13 +258,19 @@ func restrictSelf(l launch) error {
 // and device nodes (CAP_MKNOD: a node for a disk, made in the workspace,
 // would write the disk), BPF, the host's network configuration, the
 // clock, the kernel log, file handles that bypass paths
-// (open_by_handle_at). Dropped from the bounding set, they are gone for
-// root after execve too.
+// (open_by_handle_at), immutable and append-only file flags (a workspace
+// file root could no longer change or delete), file capabilities (a
+// binary left in the workspace that grants them to whoever runs it),
+// process accounting, other processes' IPC objects, checkpoint/restore,
+// terminal configuration (vhangup), system alarms and suspend locks.
+// Dropped from the bounding set, they are gone for root after execve too.
 var droppedCaps = []uintptr{
 	unix.CAP_SYS_PTRACE, unix.CAP_SYS_ADMIN, unix.CAP_SYS_MODULE, unix.CAP_SYS_RAWIO,
 	unix.CAP_SYS_BOOT, unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_MAC_ADMIN, unix.CAP_MAC_OVERRIDE,
 	unix.CAP_MKNOD, unix.CAP_NET_ADMIN, unix.CAP_SYS_TIME, unix.CAP_SYSLOG, unix.CAP_AUDIT_CONTROL,
-	unix.CAP_DAC_READ_SEARCH,
+	unix.CAP_DAC_READ_SEARCH, unix.CAP_LINUX_IMMUTABLE, unix.CAP_SETFCAP, unix.CAP_SYS_PACCT,
+	unix.CAP_IPC_OWNER, unix.CAP_CHECKPOINT_RESTORE, unix.CAP_SYS_TTY_CONFIG, unix.CAP_WAKE_ALARM,
+	unix.CAP_BLOCK_SUSPEND,
 }
 
 // dropCaps removes droppedCaps (and, when the network is denied,
