@@ -82,6 +82,10 @@ func (t globTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 	}
 	var hits []hit
 	walk := newWalkFilter(root, t.hide)
+	walk.tree = true
+	if kernelDir(walk.real) {
+		return walkRootErr(env, root), nil
+	}
 	err := filepath.WalkDir(start, func(p string, d iofs.DirEntry, err error) error {
 		if err != nil {
 			return nil // unreadable entries are skipped

@@ -138,6 +138,10 @@ func (g grepTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 		return tool.Errorf(CodeNotRegular, "%s is not a regular file or a directory (%v); grep searches files", display(env, q.root), fi.Mode().Type()), nil
 	}
 	q.walk = newWalkFilter(q.root, g.hide)
+	q.walk.tree = true
+	if fi.IsDir() && kernelDir(q.walk.real) {
+		return walkRootErr(env, q.root), nil
+	}
 	var files []grepFile
 	truncated := false
 	engine := "go"

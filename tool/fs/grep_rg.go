@@ -38,6 +38,11 @@ func grepRg(ctx context.Context, rg string, start func(*exec.Cmd) error, q grepQ
 	argv := []string{"--no-config", "--hidden", "--no-require-git", "--no-ignore-dot",
 		"--no-ignore-global", "--no-ignore-exclude", "--no-messages", "--with-filename",
 		"--sort", "path", "--glob", "!.git"}
+	// A search of / leaves the kernel's file systems out, as the Go
+	// engine's walk does: ripgrep would read /proc/kcore for ever.
+	for _, rel := range kernelExcludes(q.walk.real) {
+		argv = append(argv, "--glob", "!/"+rel)
+	}
 	// The glob is applied to ripgrep's output, not passed as --glob: a
 	// --glob whitelist overrides .gitignore in ripgrep, and grep's rule is
 	// that ignored files stay ignored.

@@ -304,3 +304,44 @@ func TestEditorWithoutWritesUsesTheHandle(t *testing.T) {
 		t.Errorf("file %q mode %v", b, fi.Mode().Perm())
 	}
 }
+
+// The kernel's file systems are not walked: a grep or glob of /proc, /sys
+// or /dev is refused (/proc/kcore is as large as the address space and
+// ripgrep would read it for ever), a walk of / leaves them out, in both
+// of grep's engines; one file there can still be searched, and ls lists
+// them.
+func TestKernelFileSystemsAreNotWalked(t *testing.T) {
+	if _, err := os.Stat("/proc/cpuinfo"); err != nil {
+		t.Skip("no /proc here")
+	}
+	env := testEnv(t)
+	ts := All(Options{Rg: "-"})
+	glob, ls := ts[3], ts[5]
+	for name, grep := range grepTools(t, Options{}) {
+		for _, p := range []string{"/proc", "/sys/kernel", "/dev"} {
+			if r := run(t, grep, env, map[string]any{"pattern": "x", "path": p}); r.Code != tool.CodeDenied {
+				t.Errorf("%s grep %s: %s %s", name, p, r.Code, text(r))
+			}
+		}
+		if r := run(t, grep, env, map[string]any{"pattern": "processor", "path": "/proc/cpuinfo", "output_mode": "count"}); r.IsError {
+			t.Errorf("%s grep /proc/cpuinfo: %s %s", name, r.Code, text(r))
+		}
+	}
+	if r := run(t, glob, env, map[string]any{"pattern": "**/kcore", "path": "/proc"}); r.Code != tool.CodeDenied {
+		t.Errorf("glob /proc: %s %s", r.Code, text(r))
+	}
+	if r := run(t, ls, env, map[string]any{"path": "/"}); !strings.Contains(text(r), "proc/") {
+		t.Errorf("ls / leaves /proc out:\n%s", text(r))
+	}
+	w := newWalkFilter("/", nil)
+	w.tree = true
+	if !w.skip("/proc") || !w.skip("/sys/kernel") || w.skip("/usr") {
+		t.Errorf("a walk of / does not leave exactly the kernel's file systems out")
+	}
+	if got := kernelExcludes("/"); strings.Join(got, " ") != "proc sys dev" {
+		t.Errorf("excludes of /: %q", got)
+	}
+	if got := kernelExcludes(env.Dir); len(got) != 0 {
+		t.Errorf("excludes of a workspace: %q", got)
+	}
+}

@@ -51,6 +51,9 @@ func inProcEntry(p string) bool {
 type walkFilter struct {
 	root, real string
 	hide       func(paths ...string) bool
+	// tree: a walk of a tree (grep, glob), which leaves out the kernel's
+	// file systems (kernelDirs) below its root; a listing shows them.
+	tree bool
 }
 
 func newWalkFilter(root string, hide func(paths ...string) bool) walkFilter {
@@ -64,7 +67,7 @@ func newWalkFilter(root string, hide func(paths ...string) bool) walkFilter {
 // skip reports whether p (root or a path below it) is left out.
 func (w walkFilter) skip(p string) bool {
 	real := w.real + strings.TrimPrefix(p, w.root)
-	if procEntry(real) {
+	if procEntry(real) || (w.tree && kernelDir(real)) {
 		return true
 	}
 	if w.hide == nil {
@@ -79,4 +82,38 @@ func (w walkFilter) skip(p string) bool {
 // procEntryErr refuses a path in a process's /proc entry.
 func procEntryErr(env tool.Env, p string) tool.Result {
 	return tool.Errorf(tool.CodeDenied, "%s is in a process's /proc entry (rein's own, or one holding your keys in its environment); the file tools do not read those (bash can, within its sandbox)", display(env, p))
+}
+
+// kernelDirs are the kernel's own file systems at their usual places:
+// their files are made up when read and some never end (/proc/kcore, the
+// size of the address space; /dev/zero), so no walk enters them.
+var kernelDirs = []string{"/proc", "/sys", "/dev"}
+
+// kernelDir reports whether p (absolute and clean, symlinks resolved) is
+// one of kernelDirs or lies below one.
+func kernelDir(p string) bool {
+	for _, d := range kernelDirs {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// walkRootErr refuses a walk (grep, glob) whose root directory is in a
+// kernel file system: one file there can be searched, not the tree.
+func walkRootErr(env tool.Env, p string) tool.Result {
+	return tool.Errorf(tool.CodeDenied, "%s is in a kernel file system (/proc, /sys, /dev), whose files are made up as they are read and may never end: grep and glob do not walk it; name one file, or use bash", display(env, p))
+}
+
+// kernelExcludes are the kernelDirs below root (symlinks resolved), as
+// paths relative to it: what a search of / leaves out.
+func kernelExcludes(root string) []string {
+	var out []string
+	for _, d := range kernelDirs {
+		if rel, err := filepath.Rel(root, d); err == nil && rel != "." && !strings.HasPrefix(rel, "..") {
+			out = append(out, filepath.ToSlash(rel))
+		}
+	}
+	return out
 }
