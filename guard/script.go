@@ -1078,7 +1078,8 @@ func (s *script) targets() []shellWrite {
 
 // writeTargets returns the files a command is known to change, as
 // shellWrites: a best effort that catches the plain cases ("rm -rf ~",
-// "cp x /etc/", "mv a ../b", "cp -t /etc x", "find -fprint f"); what
+// "cp x /etc/", "mv a ../b", "cp -t /etc x", "find -fprint f", "sed -i
+// s/a/b/ f", and find -delete as a write to places unknown); what
 // programs do beyond their arguments is not seen (the OS sandbox is what
 // confines them).
 func writeTargets(c shellCmd) []shellWrite {
@@ -1087,15 +1088,22 @@ func writeTargets(c shellCmd) []shellWrite {
 	}
 	fw, ok := fileWriters[c.words[0]]
 	var args []argWord
+	var out []shellWrite
 	switch {
 	case c.words[0] == "find":
 		fw, args = fileWriters["touch"], findOutputs(c.words, c.dyn)
+		if slices.Contains(c.words[1:], "-delete") {
+			// What it removes is found at run time: confined by the
+			// sandbox, asked about under Edit and Write rules.
+			out = append(out, shellWrite{text: c.String(), cwd: c.cwd, unknown: "find -delete removes the files it finds, known only when it runs", loose: true})
+		}
+	case c.words[0] == "sed":
+		fw, args = fileWriters["touch"], sedInPlace(c.words, c.dyn)
 	case ok:
 		args = writerArgs(fw.which, c.words, c.dyn)
 	default:
 		return nil
 	}
-	var out []shellWrite
 	for _, a := range args {
 		w := shellWrite{text: c.String(), cwd: c.cwd}
 		target := expandHome(a.text)
@@ -1155,6 +1163,56 @@ func writerArgs(which string, words []string, dyn []bool) []argWord {
 		return nil
 	}
 	return args
+}
+
+// sedInPlace returns the files sed -i (--in-place) edits: its operands,
+// the first of them being the script unless -e, -f or their long forms
+// gave one. Without -i sed writes no file (its w command is not seen).
+func sedInPlace(words []string, dyn []bool) []argWord {
+	inPlace, script := false, false
+	var operands []argWord
+	opts := true
+	for i := 1; i < len(words); i++ {
+		w := words[i]
+		switch {
+		case !opts || w == "-" || !strings.HasPrefix(w, "-"):
+			operands = append(operands, argWord{w, !dyn[i]})
+		case w == "--":
+			opts = false
+		case w == "--in-place" || strings.HasPrefix(w, "--in-place="):
+			inPlace = true
+		case w == "--expression" || w == "--file":
+			script = true
+			i++
+		case strings.HasPrefix(w, "--expression=") || strings.HasPrefix(w, "--file="):
+			script = true
+		case w == "--line-length":
+			i++
+		case strings.HasPrefix(w, "--"):
+		default: // a cluster of short options
+		cluster:
+			for j := 1; j < len(w); j++ {
+				switch w[j] {
+				case 'i': // the rest is a backup suffix
+					inPlace = true
+					break cluster
+				case 'e', 'f', 'l': // the rest, or the next word, is the argument
+					script = script || w[j] != 'l'
+					if j == len(w)-1 {
+						i++
+					}
+					break cluster
+				}
+			}
+		}
+	}
+	if !inPlace {
+		return nil
+	}
+	if !script && len(operands) > 0 {
+		operands = operands[1:]
+	}
+	return operands
 }
 
 // findOutputs returns the files find writes with -fprint FILE, -fprint0,
