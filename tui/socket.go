@@ -65,19 +65,24 @@ type Socket struct {
 // ErrSocketInUse: another live process serves the socket path.
 var ErrSocketInUse = errors.New("tui: a live session already serves this socket")
 
-// ServeInject serves the live-session socket of ag at path (mode 0600; a
-// stale socket left by a process that died is replaced). Only processes
-// of the same user may use it (checked on each connection where the
-// system says who connected). Close stops it and removes the file.
+// ServeInject serves the live-session socket of ag at path (mode 0600, in
+// a directory of this user that no one else may write; a stale socket
+// left by a process that died is replaced). Only processes of the same
+// user that are not sandboxed commands may use it (checked on each
+// connection where the system says who connected). Close stops it and
+// removes the file.
 func ServeInject(path string, ag *agent.Agent) (*Socket, error) {
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
 		c.Close()
 		return nil, fmt.Errorf("%w: %s", ErrSocketInUse, path)
 	}
-	_ = os.Remove(path) // stale: nobody answers
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
+	if err := privateDir(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("no live-session socket: %w", err)
+	}
+	_ = os.Remove(path) // stale: nobody answers
 	// The socket file is created with the process's umask: listen under
 	// a restrictive one, then make sure of the mode.
 	ln, err := listenPrivate(path)
@@ -179,12 +184,18 @@ var ErrNoLiveSession = errors.New("no live session serves this socket")
 // SendInject adds text as context to the live session served at path. It
 // returns ErrNoLiveSession when nothing listens there.
 func SendInject(ctx context.Context, path string, req InjectRequest) (InjectReply, error) {
+	if err := privateDir(filepath.Dir(path)); err != nil {
+		return InjectReply{}, fmt.Errorf("the live-session socket is not in a private directory, nothing was sent: %w", err)
+	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		return InjectReply{}, fmt.Errorf("%w: %v", ErrNoLiveSession, err)
 	}
 	defer c.Close()
+	if err := serverIsSelf(c); err != nil {
+		return InjectReply{}, err
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}

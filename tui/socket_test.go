@@ -3,9 +3,12 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +115,97 @@ func TestStaleSocket(t *testing.T) {
 		t.Fatalf("over a stale socket: %v", err)
 	}
 	sock.Close()
+}
+
+// A sandboxed command (it runs with no_new_privs) cannot use the socket,
+// though it is of the same user and, with the network allowed, may
+// connect to unix sockets: it would put words into any live session. The
+// same client without no_new_privs gets in.
+func TestSocketRefusesSandboxedPeers(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("no_new_privs is Linux's")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("setpriv (util-linux) is not installed")
+	}
+	e := newEnv(t)
+	s, err := e.open(context.Background(), OpenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Agent.Close(context.Background())
+	path := filepath.Join(t.TempDir(), ".s.sock")
+	sock, err := ServeInject(path, s.Agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	client := func(wrap ...string) string {
+		t.Helper()
+		args := append(wrap, os.Args[0], "-test.run=^TestHelperSendInject$")
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = append(os.Environ(), "REIN_TUI_TEST_SOCKET="+path)
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := client(); !strings.Contains(out, "RESULT: ok") {
+		t.Fatalf("control: a plain client of the same user: %s", out)
+	}
+	if out := client(setpriv, "--no-new-privs"); !strings.Contains(out, "no_new_privs") {
+		t.Errorf("a client with no_new_privs: %s", out)
+	}
+	wantMessages(t, e.logOf(s.Agent.ID()), "user/message plugin:helper: from the helper")
+}
+
+// TestHelperSendInject is the client of TestSocketRefusesSandboxedPeers.
+func TestHelperSendInject(t *testing.T) {
+	path := os.Getenv("REIN_TUI_TEST_SOCKET")
+	if path == "" {
+		t.Skip("a helper process of TestSocketRefusesSandboxedPeers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := SendInject(ctx, path, InjectRequest{Text: "from the helper", Source: session.Source{Kind: "plugin", Name: "helper"}}); err != nil {
+		fmt.Println("RESULT:", err)
+		return
+	}
+	fmt.Println("RESULT: ok")
+}
+
+// The socket's directory must be the user's and written by no one else:
+// in a shared place another user could have made it and swap the sockets.
+// Neither side uses a socket in such a directory, nor behind a symlink.
+func TestSocketDirectoryIsPrivate(t *testing.T) {
+	e := newEnv(t)
+	s, err := e.open(context.Background(), OpenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Agent.Close(context.Background())
+	open := filepath.Join(t.TempDir(), "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ServeInject(filepath.Join(open, "s.sock"), s.Agent); err == nil || !strings.Contains(err.Error(), "written by others") {
+		t.Errorf("served in a 0777 directory: %v", err)
+	}
+	ctx := context.Background()
+	if _, err := SendInject(ctx, filepath.Join(open, "s.sock"), InjectRequest{Text: "x", Source: session.Source{Kind: "plugin"}}); err == nil || errors.Is(err, ErrNoLiveSession) {
+		t.Errorf("sent to a 0777 directory: %v", err)
+	}
+	private := filepath.Join(t.TempDir(), "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(private, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ServeInject(filepath.Join(link, "s.sock"), s.Agent); err == nil {
+		t.Errorf("served behind a symlink")
+	}
 }
