@@ -346,13 +346,43 @@ func checkFresh(ctx context.Context, env tool.Env, buf Buffers, p string, fi os.
 	return nil
 }
 
-// content returns a file's content: from buf when set, else all of f.
+// content returns a file's content: from buf when set (bufRead), else
+// all of f.
 func content(ctx context.Context, buf Buffers, f *os.File, p string) ([]byte, error) {
 	if buf != nil {
-		return buf.ReadFile(ctx, p)
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		return bufRead(ctx, buf, p, fi)
 	}
 	return io.ReadAll(f)
 }
+
+// bufRead reads p, the real path of the file fi describes, from the
+// editor's buffers. The editor reads by path, a second resolution after
+// rein's: a component of p swapped for a symlink in between (by a command
+// the model started) would make it read elsewhere, past the confinement
+// and the read rules, into the editor's own /proc entry say. So p is
+// handed over only while it still names that file through no symlink, and
+// what comes back is refused unless it still does.
+func bufRead(ctx context.Context, buf Buffers, p string, fi os.FileInfo) ([]byte, error) {
+	if err := samePath(p, fi); err != nil {
+		return nil, err
+	}
+	if testHookReadHandoff != nil {
+		testHookReadHandoff()
+	}
+	data, err := buf.ReadFile(ctx, p)
+	if perr := samePath(p, fi); perr != nil {
+		return nil, fmt.Errorf("%w; what the editor read is not shown", perr)
+	}
+	return data, err
+}
+
+// testHookReadHandoff, when set (tests), runs just before a read is handed
+// to the editor.
+var testHookReadHandoff func()
 
 // put replaces the content of the file opened as f, which it closes:
 // through buf (at p, the path f really has) when set, else in f. An
@@ -400,7 +430,7 @@ var testHookHandoff func()
 
 // errPathChanged: a path that was checked now leads through a symlink or
 // to another file.
-var errPathChanged = errors.New("the path changed while it was written")
+var errPathChanged = errors.New("the path changed while the editor used it")
 
 // samePath reports errPathChanged unless no component of p (absolute) is a
 // symbolic link and, when fi is set, p names the file fi describes.

@@ -345,3 +345,35 @@ func TestKernelFileSystemsAreNotWalked(t *testing.T) {
 		t.Errorf("excludes of a workspace: %q", got)
 	}
 }
+
+// The editor reads by path too: a directory swapped for a symlink between
+// rein's check and the editor's read must not get the model the file the
+// symlink leads to (outside the workspace, or the editor's /proc entry).
+func TestEditorReadAfterSwapIsRefused(t *testing.T) {
+	env := testEnv(t)
+	ws, outside := filepath.Join(env.Dir, "ws"), filepath.Join(env.Dir, "outside")
+	writeFile(t, ws, "sub/f.txt", "inside\n")
+	writeFile(t, outside, "f.txt", "outside secret\n")
+	env.Dir = ws
+	read := All(Options{Rg: "-", Confine: true, WriteRoots: []string{ws}, Buffers: diskEditor{}})[0]
+	defer func() { testHookReadHandoff = nil }()
+	testHookReadHandoff = func() {
+		testHookReadHandoff = nil
+		if err := os.Rename(filepath.Join(ws, "sub"), filepath.Join(ws, "sub.old")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(ws, "sub")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := run(t, read, env, map[string]any{"file_path": "sub/f.txt"})
+	if r.Code != tool.CodeDenied || strings.Contains(text(r), "outside secret") {
+		t.Errorf("read after the swap: %s %s", r.Code, text(r))
+	}
+	// Without a swap the editor's content is read as before.
+	os.Remove(filepath.Join(ws, "sub"))
+	os.Rename(filepath.Join(ws, "sub.old"), filepath.Join(ws, "sub"))
+	if r := run(t, read, env, map[string]any{"file_path": "sub/f.txt"}); r.IsError || !strings.Contains(text(r), "inside") {
+		t.Errorf("read: %s %s", r.Code, text(r))
+	}
+}

@@ -92,7 +92,7 @@ func (t readTool) Run(ctx context.Context, call tool.Call) (tool.Result, error) 
 	var src io.Reader = f
 	size := fi.Size()
 	if t.buf != nil {
-		data, err := t.buf.ReadFile(ctx, p)
+		data, err := bufRead(ctx, t.buf, p, fi)
 		if err != nil {
 			return openErr(env, p, err), nil
 		}
