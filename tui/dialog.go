@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
@@ -31,7 +32,13 @@ type approvalDialog struct {
 	rule  string // the "always" rule ("" when none can be written)
 	rules Rules
 	cwd   string
+	// ready is when keys start to count: those pressed before were
+	// typed for the input the dialog took the place of.
+	ready time.Time
 }
+
+// defaultApprovalGrace is Config.ApprovalGrace's default.
+const defaultApprovalGrace = 600 * time.Millisecond
 
 func (d *approvalDialog) answer(ap agent.Approval) {
 	select {
@@ -44,12 +51,19 @@ func (d *approvalDialog) cancel() {
 	d.answer(agent.Approval{Allow: false, By: "user", Reason: "the terminal UI closed"})
 }
 
+// key answers on the three keys shown (and esc, which denies): a letter
+// typed in a prompt must not allow a call, so only y allows it once, A
+// always, and nothing does before the grace after the dialog appeared.
 func (d *approvalDialog) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
+	if time.Now().Before(d.ready) && k.String() != "esc" {
+		m.status = "an approval appeared: answer it with y, A or n"
+		return nil, false
+	}
 	switch k.String() {
-	case "y", "a", "enter", "1":
+	case "y":
 		d.answer(agent.Approval{Allow: true, By: "user"})
 		return nil, true
-	case "A", "!", "2":
+	case "A":
 		if d.rule == "" {
 			return nil, false
 		}
@@ -62,7 +76,7 @@ func (d *approvalDialog) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
 		}
 		d.answer(agent.Approval{Allow: true, By: "user", Reason: reason})
 		return nil, true
-	case "n", "d", "esc", "3":
+	case "n", "esc":
 		d.answer(agent.Approval{Allow: false, By: "user", Reason: "denied by the user"})
 		return nil, true
 	}

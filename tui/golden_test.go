@@ -160,7 +160,7 @@ func TestGoldenFrames(t *testing.T) {
 	v := newVterm(100, 30)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err := New(ctx, Config{Open: e.open, Theme: "plain", Now: func() time.Time { return time.Unix(1_700_000_000, 0) }},
+	p, err := New(ctx, Config{Open: e.open, Theme: "plain", Now: func() time.Time { return time.Unix(1_700_000_000, 0) }, ApprovalGrace: -1},
 		Options{Input: v.in, Output: v, Width: 100, Height: 30})
 	if err != nil {
 		t.Fatal(err)

@@ -135,6 +135,9 @@ func newDriver(t *testing.T, cfg Config, w, h int) *driver {
 	if cfg.Now == nil {
 		cfg.Now = func() time.Time { return time.Unix(1_700_000_000, 0) }
 	}
+	if cfg.ApprovalGrace == 0 {
+		cfg.ApprovalGrace = -1 // tests answer at once, unless one says otherwise
+	}
 	d := &driver{t: t, msgs: make(chan tea.Msg, 4096), stop: make(chan struct{})}
 	d.m = NewModel(context.Background(), cfg)
 	d.m.send = func(msg tea.Msg) {

@@ -74,6 +74,9 @@ type Model struct {
 	// model is the model /model chose: the sessions opened after it use
 	// it too.
 	model string
+	// carry is a notice for the session being opened (why a switch
+	// failed, shown in the session reopened instead).
+	carry string
 }
 
 // completion offers session ids for an @session: word.
@@ -267,7 +270,11 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	case approvalMsg:
-		d := &approvalDialog{req: msg.req, reply: msg.reply, cwd: m.cwd()}
+		grace := m.cfg.ApprovalGrace
+		if grace == 0 {
+			grace = defaultApprovalGrace
+		}
+		d := &approvalDialog{req: msg.req, reply: msg.reply, cwd: m.cwd(), ready: time.Now().Add(max(grace, 0))}
 		if m.sess != nil && m.sess.Rules != nil {
 			if r, ok := m.sess.Rules.Rule(m.cwd(), msg.req); ok {
 				d.rule, d.rules = r, m.sess.Rules
@@ -336,13 +343,18 @@ func (m *Model) opened(msg openedMsg) tea.Cmd {
 			text = fmt.Sprintf("cannot switch to %s: %v", msg.req.Model, msg.err)
 		}
 		if back := m.back; back != nil && m.sess == nil {
-			// Back to the session that was open before the switch.
+			// Back to the session that was open before the switch; the
+			// notice is shown in it once it opened.
 			m.back = nil
-			m.local(text+"; reopening the session you were in", true)
+			m.carry = text + "; you are back in the session you were in"
 			return m.open(*back)
 		}
 		if m.sess == nil {
 			text += " (/new starts a new one, /resume picks another, ctrl+c quits)"
+		}
+		if m.carry != "" { // the switch failed, and so did the way back
+			m.local(m.carry, true)
+			m.carry = ""
 		}
 		m.local(text, true)
 		return nil
@@ -361,6 +373,10 @@ func (m *Model) opened(msg openedMsg) tea.Cmd {
 	m.feed = startFeed(m.ctx, s.Agent, m.conv.end)
 	if s.Notice != "" {
 		m.local(s.Notice, true)
+	}
+	if m.carry != "" {
+		m.local(m.carry, true)
+		m.carry = ""
 	}
 	cmds := []tea.Cmd{m.feed.wait(m.gen), m.scan()}
 	if m.cfg.Prompt != "" && !m.sent {
@@ -647,6 +663,9 @@ func (m *Model) statusLine(w int) string {
 		left = th.warn.Render("⟳ " + safe(m.retry.text(m.now())))
 	case m.running:
 		left = th.accent.Render(spinner(m.spin)) + " working " + elapsed(m.now().Sub(m.since))
+		if m.status != "" { // a refusal or a note while the turn runs
+			left += " · " + th.warn.Render(safe(m.status))
+		}
 	case m.status != "":
 		left = th.warn.Render(safe(m.status))
 	default:

@@ -160,12 +160,14 @@ func TestEscape(t *testing.T) {
 	wantMessages(t, e.logOf(ag.ID()), "user/message user: first", "user/message user: second", "user/message user: third")
 }
 
+// bash is a scripted call of the bash tool.
+func bash(id, cmd string) scripted.ToolCall {
+	return scripted.ToolCall{ID: id, Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}
+}
+
 // TestApprovals: an "ask" shows the call inline; y allows once, A allows
 // always (the rule is saved), n denies.
 func TestApprovals(t *testing.T) {
-	bash := func(id, cmd string) scripted.ToolCall {
-		return scripted.ToolCall{ID: id, Name: "bash", Arguments: fmt.Sprintf(`{"command":%q}`, cmd)}
-	}
 	e := newEnv(t,
 		scripted.Call{Reply: scripted.Reply{ToolCalls: []scripted.ToolCall{bash("c1", "echo one"), bash("c2", "echo two"), bash("c3", "rm -rf build")}}},
 		scripted.Call{Reply: scripted.Reply{Text: []string{"Two ran, one did not."}}},
@@ -542,6 +544,10 @@ func TestFailedModelSwitchReopensTheSession(t *testing.T) {
 	d.waitFor("cannot switch to nope:x")
 	d.until("the session reopened", func() bool { return d.m.sess != nil && d.m.sess.Agent.ID() == first.ID() })
 	d.waitFor("› first")
+	d.settle()
+	if !d.shows("cannot switch to nope:x") || !d.shows("back in the session you were in") {
+		t.Errorf("the reopened session does not say why:\n%s", d.screen())
+	}
 	if _, last := opened(); last.Model != "" || last.SessionID != first.ID() {
 		t.Errorf("reopened with %+v", last)
 	}
@@ -560,6 +566,62 @@ func TestFailedModelSwitchReopensTheSession(t *testing.T) {
 	if _, last := opened(); last.Model != "other:model" {
 		t.Errorf("/new after /model other:model asked for %q", last.Model)
 	}
+}
+
+// Keys typed for the prompt do not answer an approval that takes their
+// place: nothing counts during the grace after it appeared, and after it
+// only the keys shown do (a, enter and digits are typing, not answers).
+func TestApprovalIgnoresTypeAhead(t *testing.T) {
+	e := newEnv(t,
+		scripted.Call{Reply: scripted.Reply{ToolCalls: []scripted.ToolCall{bash("c1", "touch approved")}}},
+		scripted.Answer("done"),
+	)
+	e.hooks.ToolPre = []agent.Hook[agent.ToolCallInfo, agent.ToolDecision]{
+		func(ctx context.Context, in agent.ToolCallInfo, next func(context.Context, agent.ToolCallInfo) (agent.ToolDecision, error)) (agent.ToolDecision, error) {
+			return agent.ToolDecision{Kind: agent.Ask, Reason: "commands need approval"}, nil
+		}}
+	const grace = 300 * time.Millisecond
+	d := newDriver(t, Config{Open: e.open, ApprovalGrace: grace}, 100, 24)
+	d.opened()
+	d.typ("go")
+	d.press("enter")
+	d.waitFor("? allow bash: touch approved")
+	for _, k := range []string{"y", "a", "enter", "A"} {
+		d.press(k)
+	}
+	time.Sleep(grace)
+	for _, k := range []string{"a", "enter", "1", "2"} {
+		d.press(k)
+	}
+	if !d.shows("? allow bash: touch approved") {
+		t.Fatalf("the approval was answered by typing:\n%s", d.screen())
+	}
+	d.press("y")
+	d.waitFor("done")
+	d.idle()
+	if !d.shows("✓ bash: touch approved") {
+		t.Errorf("y did not allow the call:\n%s", d.screen())
+	}
+}
+
+// A command refused while a turn runs says so in the status line, beside
+// the spinner, instead of vanishing.
+func TestRefusalsShowWhileATurnRuns(t *testing.T) {
+	open, wait := gate()
+	e := newEnv(t, scripted.Call{Reply: scripted.Reply{Text: []string{"done"}}, BeforeChunk: wait})
+	d := newDriver(t, Config{Open: e.open}, 100, 24)
+	d.opened()
+	d.typ("go")
+	d.press("enter")
+	d.until("the turn to run", func() bool { return d.m.running })
+	d.typ("/new")
+	d.press("enter")
+	d.waitFor("a turn is running: esc cancels it first")
+	if !d.shows("working") {
+		t.Errorf("the spinner went:\n%s", d.screen())
+	}
+	close(open)
+	d.idle()
 }
 
 // TestSessionCompletion: @session: offers the stored sessions; tab puts

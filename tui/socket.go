@@ -203,11 +203,14 @@ func SendInject(ctx context.Context, path string, req InjectRequest) (InjectRepl
 	if err != nil {
 		return InjectReply{}, err
 	}
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		return InjectReply{}, err
-	}
+	// A server that refuses the connection answers and closes before it
+	// reads: its answer is still there to read when the write failed.
+	_, werr := c.Write(append(b, '\n'))
 	line, err := bufio.NewReader(c).ReadBytes('\n')
 	if err != nil && len(line) == 0 {
+		if werr != nil {
+			return InjectReply{}, werr
+		}
 		return InjectReply{}, fmt.Errorf("the live session did not answer: %w", err)
 	}
 	var r InjectReply

@@ -87,6 +87,10 @@ type Config struct {
 	Cwd string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// ApprovalGrace is how long an approval ignores the keys pressed
+	// after it appeared (default 600 ms; negative: none): it takes the
+	// keys from the input, and what was being typed must not answer it.
+	ApprovalGrace time.Duration
 	// Version is shown in /help.
 	Version string
 }
