@@ -381,6 +381,11 @@ func (a agentApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (
 func guardHook(policy func() *guard.Policy, ap guard.Approver) agent.Hook[agent.ToolCallInfo, agent.ToolDecision] {
 	return func(ctx context.Context, in agent.ToolCallInfo, _ func(context.Context, agent.ToolCallInfo) (agent.ToolDecision, error)) (agent.ToolDecision, error) {
 		appr, dec, err := guard.Authorize(ctx, policy(), ap, in.Name, in.CallID, []byte(in.Arguments))
+		if err != nil && ctx.Err() != nil {
+			// Cancelled while a person was asked: nobody decided, the
+			// call is settled as not run (not as denied by a person).
+			return agent.ToolDecision{}, err
+		}
 		if err != nil && !appr.Allow {
 			return agent.ToolDecision{Kind: agent.Deny, Reason: appr.Reason, By: appr.By}, nil
 		}
