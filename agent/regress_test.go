@@ -13,6 +13,7 @@ import (
 	"github.com/reinhq/rein/llm"
 	"github.com/reinhq/rein/llm/scripted"
 	"github.com/reinhq/rein/session"
+	"github.com/reinhq/rein/store"
 	"github.com/reinhq/rein/store/memstore"
 	"github.com/reinhq/rein/tool"
 )
@@ -418,4 +419,30 @@ func countType(evs []session.Event, typ session.Type) int {
 		}
 	}
 	return n
+}
+
+// Close right after Send and Inject: the context is stored, once, whether
+// the prompt's turn opened or not.
+func TestCloseAfterSendAndInjectKeepsTheContext(t *testing.T) {
+	for range 20 {
+		h := newHarness(t, nil, func(x *harness) { x.model = scripted.New(scripted.Call{Hang: true}) })
+		h.send("P")
+		h.inject("ci", "A")
+		if err := h.a.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ld, err := h.st.Load(context.Background(), h.a.ID(), store.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range ld.Log.Events(0) {
+			if e.Type == session.TypeUserMessage && strings.Contains(string(e.Data), `"text":"A"`) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("the injected context is stored %d times, want once", n)
+		}
+	}
 }
