@@ -97,12 +97,7 @@ func TestLiveSocket(t *testing.T) {
 
 // TestStaleSocket: a socket file left by a process that died is replaced.
 func TestStaleSocket(t *testing.T) {
-	e := newEnv(t)
-	s, err := e.open(context.Background(), OpenRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Agent.Close(context.Background())
+	_, s := openedEnv(t)
 	path := filepath.Join(t.TempDir(), ".s.sock")
 	ln, err := net.Listen("unix", path)
 	if err != nil {
@@ -129,12 +124,7 @@ func TestSocketRefusesSandboxedPeers(t *testing.T) {
 	if err != nil {
 		t.Skip("setpriv (util-linux) is not installed")
 	}
-	e := newEnv(t)
-	s, err := e.open(context.Background(), OpenRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Agent.Close(context.Background())
+	e, s := openedEnv(t)
 	path := filepath.Join(t.TempDir(), ".s.sock")
 	sock, err := ServeInject(path, s.Agent)
 	if err != nil {
@@ -177,12 +167,7 @@ func TestHelperSendInject(t *testing.T) {
 // in a shared place another user could have made it and swap the sockets.
 // Neither side uses a socket in such a directory, nor behind a symlink.
 func TestSocketDirectoryIsPrivate(t *testing.T) {
-	e := newEnv(t)
-	s, err := e.open(context.Background(), OpenRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Agent.Close(context.Background())
+	_, s := openedEnv(t)
 	open := filepath.Join(t.TempDir(), "open")
 	if err := os.Mkdir(open, 0o700); err != nil {
 		t.Fatal(err)
@@ -208,4 +193,16 @@ func TestSocketDirectoryIsPrivate(t *testing.T) {
 	if _, err := ServeInject(filepath.Join(link, "s.sock"), s.Agent); err == nil {
 		t.Errorf("served behind a symlink")
 	}
+}
+
+// openedEnv is an env with a new session open, closed when the test ends.
+func openedEnv(t *testing.T) (*env, *Session) {
+	t.Helper()
+	e := newEnv(t)
+	s, err := e.open(context.Background(), OpenRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Agent.Close(context.Background()) })
+	return e, s
 }
