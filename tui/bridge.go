@@ -59,10 +59,12 @@ type (
 		gen int
 		st  stats
 	}
-	// doneMsg: an asynchronous command finished.
+	// doneMsg: an asynchronous command finished; status is the status
+	// line it set while it ran, cleared unless something replaced it.
 	doneMsg struct {
-		text string
-		warn bool
+		text   string
+		warn   bool
+		status string
 	}
 	// refsMsg: the @session: references of a prompt were snapshotted.
 	refsMsg struct {

@@ -254,18 +254,20 @@ func (m *Model) command(text string) tea.Cmd {
 			return nil
 		}
 		ag, ctx := m.sess.Agent, m.ctx
-		m.status = "compacting…"
+		const busy = "compacting…"
+		m.status = busy
 		return func() tea.Msg {
 			err := ag.Compact(ctx, agent.CompactOptions{Instructions: arg})
+			done := doneMsg{status: busy}
 			switch {
 			case errors.Is(err, agent.ErrNothingToCompact):
-				return doneMsg{text: "nothing to compact yet: the conversation is too short"}
+				done.text = "nothing to compact yet: the conversation is too short"
 			case errors.Is(err, agent.ErrBusy):
-				return doneMsg{text: "a turn is running: /compact when it ended", warn: true}
+				done.text, done.warn = "a turn is running: /compact when it ended", true
 			case err != nil:
-				return doneMsg{text: "compaction failed: " + err.Error(), warn: true}
+				done.text, done.warn = "compaction failed: "+err.Error(), true
 			}
-			return doneMsg{}
+			return done
 		}
 	case "model":
 		if arg != "" {

@@ -295,6 +295,9 @@ func (m *Model) update(msg tea.Msg) tea.Cmd {
 		m.local(msg.text, msg.warn)
 		return nil
 	case doneMsg:
+		if msg.status != "" && m.status == msg.status {
+			m.status = ""
+		}
 		if msg.text != "" {
 			m.local(msg.text, msg.warn)
 		}

@@ -281,8 +281,13 @@ func TestCompact(t *testing.T) {
 	}
 	d.typ("/compact keep it short")
 	d.press("enter")
+	if !d.shows("compacting…") {
+		t.Errorf("no status while compacting:\n%s", d.screen())
+	}
 	d.waitFor("≡ compaction summary · replaces")
 	d.idle()
+	// The status it set goes when it finished, without a key press.
+	d.until("the compacting status to go", func() bool { return !d.shows("compacting…") })
 	for _, want := range []string{"They said one, two.", "› a", "one", "three"} {
 		if !d.shows(want) {
 			t.Errorf("screen lacks %q:\n%s", want, d.screen())
