@@ -387,6 +387,39 @@ func TestCardsAndFolding(t *testing.T) {
 	}
 }
 
+// TestCardLineCounts: a card counts the lines of its result, the same
+// lines its unfolded body leaves out, however many rows a long one wraps
+// to; the bash tool's placeholder for no output is not a line.
+func TestCardLineCounts(t *testing.T) {
+	e := newEnv(t,
+		scripted.Call{Reply: scripted.Reply{ToolCalls: []scripted.ToolCall{
+			bash("quiet", "true"),
+			bash("long", "seq 1 59; printf 'x%.0s' $(seq 1 300); echo"),
+		}}},
+		scripted.Answer("Done."),
+	)
+	d := newDriver(t, Config{Open: e.open}, 100, 60)
+	d.opened()
+	d.typ("run them")
+	d.press("enter")
+	d.waitFor("Done.")
+	d.idle()
+	for _, want := range []string{"✓ bash: true  exit 0 · no output", "✓ bash: seq 1 59; printf 'x%.0s' $(seq 1 300); echo  exit 0 · 60 lines"} {
+		if !d.shows(want) {
+			t.Errorf("screen lacks %q:\n%s", want, d.screen())
+		}
+	}
+	d.press("ctrl+o")
+	for _, want := range []string{"│ (no output)", "│ 40\n", "… 20 more lines"} {
+		if !d.shows(want) {
+			t.Errorf("unfolded: screen lacks %q:\n%s", want, d.screen())
+		}
+	}
+	if d.shows("│ 41") {
+		t.Errorf("more than 40 lines shown:\n%s", d.screen())
+	}
+}
+
 // TestScrollLongSession: a long stored session opens showing its end,
 // building only the blocks the viewport needs; pgup reaches earlier
 // turns, pgdown returns to the end; far blocks are dropped again.

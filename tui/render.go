@@ -429,8 +429,11 @@ func (c *card) summary() string {
 		a, d := diffStat(c.diffText())
 		parts = append(parts, fmt.Sprintf("+%d −%d", a, d))
 	} else if c.result != "" && c.status != transcript.Pending {
-		n := strings.Count(strings.TrimRight(c.result, "\n"), "\n") + 1
-		parts = append(parts, fmt.Sprintf("%d %s", n, plural(n, "line", "lines")))
+		if n := len(c.resultLines()); n == 0 {
+			parts = append(parts, "no output")
+		} else {
+			parts = append(parts, fmt.Sprintf("%d %s", n, plural(n, "line", "lines")))
+		}
 	}
 	return strings.Join(parts, " · ")
 }
@@ -478,8 +481,47 @@ func (c *card) render(rc renderCtx) []string {
 		out = append(out, indent(transcript.Summarize(c.args, 0), w, "  "+th.dim.Render("⟨ "), "    ", th.dim)...)
 	}
 	if c.result != "" && (c.diff == nil || c.isError) {
-		body := indent(c.result, w, "  "+th.dim.Render("│ "), "  "+th.dim.Render("│ "), th.dim)
-		out = append(out, fold(body, 40, th)...)
+		out = append(out, c.body(w, 40, th)...)
+	}
+	return out
+}
+
+// noOutput is what the bash tool answers for a command that wrote nothing.
+const noOutput = "(no output)"
+
+// resultLines are the lines of the call's result, none for a command
+// that wrote nothing (the tool's placeholder is not output).
+func (c *card) resultLines() []string {
+	r := strings.TrimRight(strings.ReplaceAll(c.result, "\r\n", "\n"), "\n")
+	if r == "" || c.name == "bash" && r == noOutput {
+		return nil
+	}
+	return strings.Split(r, "\n")
+}
+
+// body draws the result, at most n rows of it, and says how many of its
+// lines are left out: the same lines the folded card counts, however
+// many rows a long one wraps to.
+func (c *card) body(w, n int, th theme) []string {
+	bar := "  " + th.dim.Render("│ ")
+	lines := c.resultLines()
+	if lines == nil {
+		return indent(c.result, w, bar, bar, th.dim)
+	}
+	var out []string
+	for i, l := range lines {
+		rows := indent(l, w, bar, bar, th.dim)
+		if len(rows) == 0 {
+			rows = []string{bar}
+		}
+		if len(out)+len(rows) > n {
+			if i == 0 { // one line longer than the rows shown: its start
+				out = rows[:n]
+			}
+			rest := len(lines) - i
+			return append(out, th.dim.Render(fmt.Sprintf("    … %d more %s", rest, plural(rest, "line", "lines"))))
+		}
+		out = append(out, rows...)
 	}
 	return out
 }
