@@ -330,7 +330,7 @@ func TestSteerExpectedTurn(t *testing.T) {
 func TestBadMessages(t *testing.T) {
 	srvIn, toSrv := io.Pipe()
 	fromSrv, srvOut := io.Pipe()
-	cfg := acp.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Open: func(context.Context, acp.OpenRequest) (*acp.Opened, error) {
+	cfg := acp.Config{Store: memstore.New(memstore.Options{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Open: func(context.Context, acp.OpenRequest) (*acp.Opened, error) {
 		return nil, errors.New("no sessions here")
 	}}
 	done := make(chan error, 1)
@@ -356,6 +356,15 @@ func TestBadMessages(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":10,"method":"session/new","params":{"cwd":"relative","mcpServers":[]}}` + "\n", `"id":10,"error":{"code":-32602`},
 		{`{"jsonrpc":"2.0","id":11,"method":"_rein/steer","params":{"sessionId":"nope","content":[]}}` + "\n", `"id":11,"error":{"code":-32002`},
 		{`{"jsonrpc":"2.0","id":12,"method":"initialize","params":{"protocolVersion":1}}` + "\n", `"id":12,"result":{`},
+		// Bad params are -32602, in the protocol's words, not Go's.
+		{`{"jsonrpc":"2.0","id":13,"method":"session/prompt","params":{"prompt":[{"type":"text","text":"hi"}]}}` + "\n", `"id":13,"error":{"code":-32602,"message":"Invalidparams","data":{"error":"sessionIdisrequired"}`},
+		{`{"jsonrpc":"2.0","id":14,"method":"session/prompt","params":{"sessionId":"nope","prompt":"x"}}` + "\n", `"id":14,"error":{"code":-32602,"message":"Invalidparams","data":{"error":"prompt:wantalistofcontentblocks,notastring"}`},
+		{`{"jsonrpc":"2.0","id":15,"method":"session/list","params":{"cwd":"relative"}}` + "\n", `"id":15,"error":{"code":-32602`},
+		{`{"jsonrpc":"2.0","id":16,"method":"session/list","params":{"cursor":"garbage"}}` + "\n", `"id":16,"error":{"code":-32602`},
+		{`{"jsonrpc":"2.0","id":17,"method":"session/list","params":{}}` + "\n", `"id":17,"result":{"sessions":[]}`},
+		{`{"jsonrpc":"2.0","id":18,"method":"_rein/inject","params":{"sessionId":"nope","content":"x"}}` + "\n", `"id":18,"error":{"code":-32602,"message":"Invalidparams","data":{"error":"_rein/inject:content:wantalistofcontentblocks,notastring"}`},
+		{`{"jsonrpc":"2.0","id":19,"method":"session/new","params":{"cwd":7,"mcpServers":[]}}` + "\n", `"id":19,"error":{"code":-32602,"message":"Invalidparams","data":{"error":"cwd:wantastring,notanumber"}`},
+		{`{"jsonrpc":"2.0","id":20,"method":"session/close","params":{}}` + "\n", `"id":20,"error":{"code":-32602`},
 	} {
 		if _, err := io.WriteString(toSrv, tc.in); err != nil {
 			t.Fatal(err)
@@ -424,5 +433,47 @@ func TestTrustAskedAtFirstUse(t *testing.T) {
 	}
 	if turns, _ := checkLog(t, h.st, string(sid)).Turn(); turns != 1 {
 		t.Fatalf("%d turns, want 1 (the cancelled prompt ran none)", turns)
+	}
+}
+
+// TestCompactNothingIsANotice: /compact with too little to compact says
+// so as a rein notice, not as the agent's words, and the prompt answers
+// end_turn.
+func TestCompactNothingIsANotice(t *testing.T) {
+	h := serve(t, scriptedtest.New(t))
+	sid := h.newSession()
+	n := h.count()
+	r, err := h.prompt(sid, "/compact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StopReason != sdk.StopReasonEndTurn {
+		t.Errorf("stop reason %s", r.StopReason)
+	}
+	var notices []sdk.SessionUpdateToolCall
+	for _, line := range h.shown(sid, n) {
+		if strings.HasPrefix(line, "agent:") {
+			t.Errorf("an agent message: %s", line)
+		}
+	}
+	h.client.mu.Lock()
+	for _, u := range h.client.updates[n:] {
+		if u.Update.ToolCall != nil {
+			notices = append(notices, *u.Update.ToolCall)
+		}
+	}
+	h.client.mu.Unlock()
+	if len(notices) != 1 {
+		t.Fatalf("%d notices, want 1: %v", len(notices), h.shown(sid, n))
+	}
+	c := notices[0]
+	rein, _ := c.Meta["rein"].(map[string]any)
+	if c.Title != "Nothing to compact yet" || c.Kind != sdk.ToolKindOther || c.Status != sdk.ToolCallStatusCompleted ||
+		rein["entry"] != "compaction" || !strings.HasPrefix(string(c.ToolCallId), "rein-compaction-") {
+		t.Errorf("notice %+v", c)
+	}
+	if len(c.Content) != 1 || c.Content[0].Content == nil || c.Content[0].Content.Content.Text == nil ||
+		c.Content[0].Content.Content.Text.Text != "The conversation is too short to compact." {
+		t.Errorf("notice content %+v", c.Content)
 	}
 }

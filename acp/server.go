@@ -198,7 +198,7 @@ func Serve(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
 	// SDK's own field), which the constructor assigns only after starting
 	// the reader.
 	built := make(chan struct{})
-	s.conn = sdk.NewAgentSideConnection(s, s.out, &gatedReader{open: built, r: filterInput(in, s.out, s.log)})
+	s.conn = sdk.NewAgentSideConnection(s, s.out, &gatedReader{open: built, r: checkParams(filterInput(in, s.out, s.log), s.out)})
 	close(built)
 	select {
 	case <-s.conn.Done():
@@ -303,6 +303,9 @@ func invalidParams(format string, args ...any) error {
 }
 
 func (s *Server) session(id sdk.SessionId) (*sess, error) {
+	if id == "" {
+		return nil, invalidParams("sessionId is required")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ss := s.sessions[string(id)]; ss != nil {
@@ -487,6 +490,14 @@ func (s *Server) ListSessions(ctx context.Context, p sdk.ListSessionsRequest) (s
 	if s.cfg.Store == nil {
 		return sdk.ListSessionsResponse{}, sdk.NewMethodNotFound("session/list")
 	}
+	if p.Cwd != nil && !filepath.IsAbs(*p.Cwd) {
+		return sdk.ListSessionsResponse{}, invalidParams("cwd %q is not an absolute path", *p.Cwd)
+	}
+	if p.Cursor != nil && *p.Cursor != "" {
+		// rein answers every session in one page: it never gives out a
+		// cursor, so none can be continued.
+		return sdk.ListSessionsResponse{}, invalidParams("cursor %q is not one rein gave: session/list answers every session at once", *p.Cursor)
+	}
 	infos, err := s.cfg.Store.List(ctx)
 	if err != nil {
 		return sdk.ListSessionsResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
@@ -552,7 +563,7 @@ func (s *Server) HandleExtensionMethod(_ context.Context, method string, params 
 	case MethodSteer:
 		var p SteerRequest
 		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, invalidParams("%s: %v", method, err)
+			return nil, invalidParams("%s: %s", method, paramsError(err))
 		}
 		ss, err := s.session(sdk.SessionId(p.SessionID))
 		if err != nil {
@@ -562,7 +573,7 @@ func (s *Server) HandleExtensionMethod(_ context.Context, method string, params 
 	case MethodInject:
 		var p InjectRequest
 		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, invalidParams("%s: %v", method, err)
+			return nil, invalidParams("%s: %s", method, paramsError(err))
 		}
 		ss, err := s.session(sdk.SessionId(p.SessionID))
 		if err != nil {

@@ -650,14 +650,18 @@ const reasonMaxSteps = "max-steps"
 func (s *sess) runCommand(name, input string) (sdk.PromptResponse, error) {
 	switch name {
 	case "compact":
+		before := s.ag.Len()
 		err := s.ag.Compact(s.srv.ctx, agent.CompactOptions{Instructions: input})
 		s.caughtUp()
-		if err != nil {
-			text := "Nothing was compacted: " + err.Error()
+		if err != nil && s.ag.Len() == before {
+			// Refused before it started: nothing in the log says so (a
+			// compaction that failed says it itself, "Compaction failed").
+			title, status, text := "Nothing compacted", sdk.ToolCallStatusFailed, err.Error()
 			if errors.Is(err, agent.ErrNothingToCompact) {
-				text = "Nothing to compact yet: the conversation is too short."
+				title, status, text = "Nothing to compact yet", sdk.ToolCallStatusCompleted, "The conversation is too short to compact."
 			}
-			u := sdk.SessionUpdate{AgentMessageChunk: &sdk.SessionUpdateAgentMessageChunk{Content: sdk.TextBlock(text), SessionUpdate: "agent_message_chunk"}}
+			meta := map[string]any{"rein": map[string]any{"entry": "compaction"}}
+			u := notice("rein-compaction-"+agent.NewULID(""), title, status, textContent(text), meta)
 			s.write(appendNotification(nil, s.id, &u))
 		}
 	}
