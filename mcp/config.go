@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -308,7 +309,10 @@ type projectServer struct {
 	Headers map[string]string `json:"headers"`
 }
 
-var projectKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers"}
+// projectKeys are the keys of a .mcp.json server rein uses, and what
+// each takes.
+var projectKeys = map[string]string{"type": "a string", "command": "a string", "args": "a list of strings",
+	"env": "an object of strings", "cwd": "a string", "url": "a string", "headers": "an object of strings"}
 
 // LoadProjectFile reads a project's .mcp.json (Claude Code's format: an
 // "mcpServers" object of servers with type, command, args, env, url and
@@ -336,13 +340,21 @@ func LoadProjectFile(path string) ([]ServerConfig, []string, error) {
 		var ps projectServer
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		if err := dec.Decode(&ps); err != nil {
-			return nil, nil, fmt.Errorf("mcp: %s: mcpServers.%s: %w", path, name, err)
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && projectKeys[te.Field] != "" {
+				got := "a " + te.Value
+				if te.Value == "object" || te.Value == "array" {
+					got = "an " + te.Value
+				}
+				return nil, nil, fmt.Errorf("mcp: %s: %s: want %s, not %s", path, serverKey(name, te.Field), projectKeys[te.Field], got)
+			}
+			return nil, nil, fmt.Errorf("mcp: %s: %s: %w", path, serverKey(name), err)
 		}
 		var keys map[string]json.RawMessage
 		_ = json.Unmarshal(raw, &keys)
 		for _, k := range slices.Sorted(maps.Keys(keys)) {
-			if !slices.Contains(projectKeys, k) {
-				warnings = append(warnings, fmt.Sprintf("%s: mcpServers.%s.%s is not used by rein", path, name, k))
+			if projectKeys[k] == "" {
+				warnings = append(warnings, fmt.Sprintf("%s: %s is not used by rein", path, serverKey(name, k)))
 			}
 		}
 		n := name
@@ -363,4 +375,20 @@ func LoadProjectFile(path string) ([]ServerConfig, []string, error) {
 			URL: ps.URL, Headers: ps.Headers, Origin: path})
 	}
 	return out, warnings, nil
+}
+
+// serverKey is the path of a .mcp.json server, "mcpServers.NAME", and
+// of its key k when given ("mcpServers.NAME.k"). A name or key that is
+// not plain is quoted, mcpServers["proj.srv"]: a dot in it would read as
+// nesting, and a control character would reach the terminal.
+func serverKey(name string, k ...string) string {
+	path := "mcpServers"
+	for _, s := range append([]string{name}, k...) {
+		if s != "" && !strings.ContainsFunc(s, func(r rune) bool { return !nameRune(r) }) {
+			path += "." + s
+		} else {
+			path += "[" + strconv.Quote(s) + "]"
+		}
+	}
+	return path
 }

@@ -76,7 +76,7 @@ func TestLoadProjectFile(t *testing.T) {
 	os.WriteFile(p, []byte(`{"mcpServers":{
 		"github":{"command":"npx","args":["-y","@modelcontextprotocol/server-github"],"env":{"GITHUB_PERSONAL_ACCESS_TOKEN":"${GITHUB_TOKEN}"}},
 		"docs.site":{"type":"http","url":"https://docs.example.com/mcp","headers":{"X-Key":"k"},"oauth":{}},
-		"legacy":{"type":"sse","url":"http://127.0.0.1:9/sse"},
+		"legacy":{"type":"sse","url":"http://127.0.0.1:9/sse","timeout":5,"a\u001b.b":1},
 		"streamy":{"type":"streamable-http","url":"http://127.0.0.1:9/mcp"}}}`), 0o644)
 	servers, warnings, err := LoadProjectFile(p)
 	if err != nil {
@@ -95,11 +95,16 @@ func TestLoadProjectFile(t *testing.T) {
 	if !slices.Equal(names, []string{"docs_site:http", "github:stdio", "legacy:sse", "streamy:http"}) {
 		t.Errorf("servers %v", names)
 	}
-	if w := strings.Join(warnings, "\n"); !strings.Contains(w, `"docs.site" is called "docs_site"`) || !strings.Contains(w, "mcpServers.docs.site.oauth is not used") {
+	if w := strings.Join(warnings, "\n"); !strings.Contains(w, `"docs.site" is called "docs_site"`) || !strings.Contains(w, `mcpServers["docs.site"].oauth is not used`) ||
+		!strings.Contains(w, "mcpServers.legacy.timeout is not used") || !strings.Contains(w, `mcpServers.legacy["a\x1b.b"] is not used`) {
 		t.Errorf("warnings %v", warnings)
 	}
 	os.WriteFile(p, []byte(`{"mcpServers":{"x":{"command":5}}}`), 0o644)
-	if _, _, err := LoadProjectFile(p); err == nil || !strings.Contains(err.Error(), p) {
+	if _, _, err := LoadProjectFile(p); err == nil || !strings.Contains(err.Error(), p+": mcpServers.x.command: want a string, not a number") {
+		t.Errorf("bad file: %v", err)
+	}
+	os.WriteFile(p, []byte(`{"mcpServers":{"x.y":{"command":"c","env":{"A":5}}}}`), 0o644)
+	if _, _, err := LoadProjectFile(p); err == nil || !strings.Contains(err.Error(), p+`: mcpServers["x.y"].env: want an object of strings, not a number`) {
 		t.Errorf("bad file: %v", err)
 	}
 }

@@ -71,10 +71,10 @@ func (a *app) mcpServers(ctx context.Context, dir string) ([]mcpServer, error) {
 	servers, warnings, err := mcp.LoadProjectFile(filepath.Join(root, mcpProjectFile))
 	if err != nil {
 		// A repository's broken file must not stop rein: say so, go on.
-		a.log.Warn("MCP servers of the workspace skipped", "err", err)
+		fmt.Fprintf(a.stderr, "rein: warning: MCP servers of the workspace skipped: %v\n", err)
 	}
 	for _, w := range warnings {
-		a.log.Warn(w)
+		fmt.Fprintf(a.stderr, "rein: warning: %s\n", w)
 	}
 	if len(servers) == 0 {
 		return out, nil
