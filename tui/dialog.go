@@ -147,7 +147,7 @@ func (d *trustDialog) key(m *Model, k tea.KeyPressMsg) (tea.Cmd, bool) {
 func (d *trustDialog) view(m *Model, w, h int) []string {
 	th := m.th
 	out := []string{th.warn.Render("? trust the workspace " + safe(d.q.Decision.Root) + "?")}
-	body := indent(strings.TrimRight(d.q.Text(), "\n"), w, "  ", "  ", lipgloss.NewStyle())
+	body := hanging(strings.TrimRight(d.q.Text(), "\n"), w, "  ", lipgloss.NewStyle())
 	room := max(h-len(out)-1, 1)
 	if len(body) > room {
 		body = fold(body, max(room-1, 1), th)

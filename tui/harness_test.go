@@ -32,6 +32,7 @@ type env struct {
 	hooks  agent.Hooks
 	rules  *testRules
 	asked  chan trust.Answer // when set, Open asks the trust question first
+	items  []trust.Item      // what the question lists (a hook when nil)
 	opened []OpenRequest
 	ids    func(string) string
 	mu     sync.Mutex
@@ -81,8 +82,11 @@ func (e *env) open(ctx context.Context, req OpenRequest) (*Session, error) {
 	e.opened = append(e.opened, req)
 	e.mu.Unlock()
 	if e.asked != nil {
-		ans, err := req.Ask.AskTrust(ctx, trust.Question{Decision: trust.Decision{Root: e.dir,
-			Items: []trust.Item{{Kind: trust.KindHook, Key: "hooks.PreToolUse", Value: "make lint", Origin: ".rein/settings.json"}}}})
+		items := e.items
+		if items == nil {
+			items = []trust.Item{{Kind: trust.KindHook, Key: "hooks.PreToolUse", Value: "make lint", Origin: ".rein/settings.json"}}
+		}
+		ans, err := req.Ask.AskTrust(ctx, trust.Question{Decision: trust.Decision{Root: e.dir, Items: items}})
 		if err != nil {
 			return nil, err
 		}

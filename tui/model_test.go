@@ -240,6 +240,38 @@ func TestTrustQuestion(t *testing.T) {
 	}
 }
 
+// TestTrustQuestionWraps: a long setting wraps under its own line, its
+// continuations indented past it, never back at the dialog's margin.
+func TestTrustQuestionWraps(t *testing.T) {
+	e := newEnv(t)
+	e.asked = make(chan trust.Answer, 1)
+	e.items = []trust.Item{{Kind: trust.KindMCP, Key: "mcpServers.proj_srv", Origin: ".mcp.json",
+		Value: `{"args":["/srv/qa-user2/mcp/srv.py","--verbose","--log","/srv/qa-user2/mcp/log.txt"],"command":"python3","env":{"SRVLOG":"/srv/qa-user2/mcp/srv.log"}}`}}
+	d := newDriver(t, Config{Open: e.open}, 60, 30)
+	d.waitFor("? trust the workspace")
+	lines := strings.Split(d.screen(), "\n")
+	at := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "      mcpServers.proj_srv = ") })
+	if at < 0 {
+		t.Fatalf("the setting is not shown indented:\n%s", d.screen())
+	}
+	n := 0
+	for _, l := range lines[at+1:] {
+		if strings.Contains(l, "Trust it only if") {
+			break
+		}
+		n++
+		if !strings.HasPrefix(l, "        ") {
+			t.Errorf("a continuation without its indent: %q\n%s", l, d.screen())
+		}
+	}
+	if n < 2 {
+		t.Errorf("the setting did not wrap (%d rows):\n%s", n, d.screen())
+	}
+	d.press("n")
+	d.opened()
+	<-e.asked
+}
+
 // TestBlockedPrompt: a prompt that admission blocks is shown with the
 // reason and never enters the log.
 func TestBlockedPrompt(t *testing.T) {

@@ -145,6 +145,23 @@ func indent(text string, width int, first, rest string, st lipgloss.Style) []str
 	return lines
 }
 
+// hanging wraps each line of text to width after prefix, keeping the
+// line's own indentation and indenting its continuations two more: a
+// long value of an indented list stays under its item.
+func hanging(text string, width int, prefix string, st lipgloss.Style) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		body := strings.TrimLeft(l, " ")
+		lead := prefix + strings.Repeat(" ", len(l)-len(body))
+		rows := indent(body, width, lead, lead+"  ", st)
+		if len(rows) == 0 {
+			rows = []string{prefix}
+		}
+		out = append(out, rows...)
+	}
+	return out
+}
+
 // fold keeps the first n lines and says how many are left out.
 func fold(lines []string, n int, th theme) []string {
 	if n <= 0 || len(lines) <= n {

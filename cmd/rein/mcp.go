@@ -168,15 +168,21 @@ func (a *app) trusted(ctx context.Context, root string) bool {
 	return a.decide(ctx, root, items, false).Apply
 }
 
-// mcpFileItems describes root's .mcp.json servers for the trust decision.
-func mcpFileItems(root string) []trust.Item {
+// mcpFileItems describes root's .mcp.json servers for the trust decision,
+// but for those a server of the same name in cfg's files shadows: they
+// would not start, trusted or not (mcpServers).
+func mcpFileItems(cfg *config.Config, root string) []trust.Item {
 	servers, _, err := mcp.LoadProjectFile(filepath.Join(root, mcpProjectFile))
 	if err != nil {
 		// An unreadable file is reported where the servers are started.
 		return nil
 	}
+	shadows := slices.Concat(cfg.MCPServers, cfg.HeldMCPServers())
 	var out []trust.Item
 	for _, s := range servers {
+		if slices.ContainsFunc(shadows, func(c config.MCPServer) bool { return c.Name == s.Name }) {
+			continue
+		}
 		out = append(out, trust.Item{Kind: trust.KindMCP, Key: "mcpServers." + s.Name, Value: mcpCanonical(s), Origin: mcpProjectFile})
 	}
 	return out

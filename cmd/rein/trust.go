@@ -192,7 +192,7 @@ func (a *app) trustWorkspace(ctx context.Context, dir string) (*hook.Config, err
 		roots = append(roots, hookRoot)
 	}
 	items[hookRoot] = append(items[hookRoot], hookItems(hc, hookRoot)...)
-	items[hookRoot] = append(items[hookRoot], mcpFileItems(hookRoot)...)
+	items[hookRoot] = append(items[hookRoot], mcpFileItems(a.cfg, hookRoot)...)
 	items[hookRoot] = append(items[hookRoot], a.userMCPItems(a.cfg, hookRoot)...)
 	for _, root := range roots {
 		d := a.decide(ctx, root, items[root], true)
@@ -270,7 +270,7 @@ func (a *app) projectItems(root string) ([]trust.Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	return slices.Concat(configItems(cfg, root), hookItems(hc, root), mcpFileItems(root), a.userMCPItems(cfg, root)), nil
+	return slices.Concat(configItems(cfg, root), hookItems(hc, root), mcpFileItems(cfg, root), a.userMCPItems(cfg, root)), nil
 }
 
 func (a *app) trustCmd() *cobra.Command {
