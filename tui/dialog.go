@@ -261,11 +261,16 @@ func (d *pickerDialog) view(m *Model, w, h int) []string {
 
 // helpText lists keys and commands.
 func helpText(version string) string {
-	v := ""
-	if version != "" {
-		v = " " + version
+	// Config.Version is what rein version prints ("rein v0.3.0 go1.26
+	// linux/amd64"), or an embedder's bare version.
+	v := "rein"
+	switch {
+	case strings.HasPrefix(version, "rein "):
+		v = version
+	case version != "":
+		v += " " + version
 	}
-	return fmt.Sprintf(`rein%s — keys
+	return fmt.Sprintf(`%s — keys
   enter        send (while a turn runs: queue it; the count shows)
   ctrl+s       steer the running turn (idle: send)
   ctrl+x       give the input as context (source user-context), not as a prompt

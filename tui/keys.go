@@ -433,7 +433,7 @@ func (m *Model) sessions(msg sessionsMsg) tea.Cmd {
 		if title == "" {
 			title = "(untitled)"
 		}
-		hint := fmt.Sprintf("%s · %d turns · %s", in.UpdatedAt.Local().Format("Jan 2 15:04"), in.Turns, shortID(in.ID))
+		hint := fmt.Sprintf("%s · %d %s · %s", in.UpdatedAt.Local().Format("Jan 2 15:04"), in.Turns, plural(in.Turns, "turn", "turns"), shortID(in.ID))
 		if msg.purpose == "sessions" && in.Cwd != m.cwd() {
 			hint += " · " + in.Cwd
 		}

@@ -440,6 +440,8 @@ func (m *Model) follow(e transcript.Entry) {
 		m.inc.prompts = append(m.inc.prompts, e.Text)
 		if n := len(m.inc.turns); n == 0 || m.inc.turns[n-1].end >= 0 {
 			m.inc.turns = append(m.inc.turns, turnInfo{turn: e.Turn, end: -1, prompt: e.Text})
+		} else if m.inc.turns[n-1].prompt == "" { // the turn started first
+			m.inc.turns[n-1].prompt = e.Text
 		}
 	case transcript.TurnStart:
 		m.inc.turns = append(m.inc.turns, turnInfo{turn: e.Turn, end: -1})
@@ -691,9 +693,14 @@ func (m *Model) statusLine(w int) string {
 		if n := len(m.queued); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d queued", n))
 		}
-		parts = append(parts, shortID(s.Agent.ID()))
+		parts = append(parts, s.Agent.ID())
 	}
 	line := left + th.status.Render(" · "+safe(strings.Join(parts, " · ")))
+	if ansi.StringWidth(line) > w && len(parts) > 0 {
+		// No room for the whole id: its start tells sessions apart.
+		parts[len(parts)-1] = shortID(parts[len(parts)-1])
+		line = left + th.status.Render(" · "+safe(strings.Join(parts, " · ")))
+	}
 	return ansi.Truncate(line, w, "…")
 }
 

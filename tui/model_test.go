@@ -585,6 +585,60 @@ func TestSwitchSessions(t *testing.T) {
 	}
 }
 
+// TestPickerHintsAndStatusID: /sessions counts one turn as one; the
+// /fork picker shows the prompt of a turn that ran after the session
+// opened; the status line shows the whole session id when it has room,
+// its start when not; /help names rein once.
+func TestPickerHintsAndStatusID(t *testing.T) {
+	e := newEnv(t, scripted.Answer("one"))
+	const id = "01M8SCEGAKYMQ6W1T4Z9XV3RJN"
+	seq := agent.SequentialIDs()
+	e.ids = func(kind string) string {
+		if kind == "s" {
+			return id
+		}
+		return seq(kind)
+	}
+	d := newDriver(t, Config{Open: e.open, Version: "rein v1.2.3 go1.26.8 linux/amd64",
+		Sessions: func(ctx context.Context) ([]store.Info, error) { return e.st.List(ctx) }}, 140, 30)
+	d.opened()
+	d.typ("hello there")
+	d.press("enter")
+	d.idle()
+	status := func() string { lines := strings.Split(d.screen(), "\n"); return lines[len(lines)-1] }
+	if !strings.HasSuffix(status(), " · "+id) {
+		t.Errorf("at 140 columns the status line lacks the whole id: %q", status())
+	}
+	d.do(tea.WindowSizeMsg{Width: 95, Height: 30})
+	if !strings.HasSuffix(status(), " · 01M8SCEGAKYM…") {
+		t.Errorf("at 95 columns the status line lacks the id's start: %q", status())
+	}
+	d.do(tea.WindowSizeMsg{Width: 140, Height: 30})
+
+	d.typ("/fork")
+	d.press("enter")
+	d.waitFor("fork after")
+	if !d.shows("after turn 1  hello there") {
+		t.Errorf("the fork picker lacks the turn's prompt:\n%s", d.screen())
+	}
+	d.press("esc")
+
+	d.typ("/sessions")
+	d.press("enter")
+	d.waitFor("sessions  (type to filter")
+	if !d.shows(" · 1 turn · ") {
+		t.Errorf("the session list does not say 1 turn:\n%s", d.screen())
+	}
+	d.press("esc")
+
+	d.typ("/help")
+	d.press("enter")
+	d.waitFor("rein v1.2.3 go1.26.8 linux/amd64 — keys")
+	if d.shows("rein rein") {
+		t.Errorf("/help names rein twice:\n%s", d.screen())
+	}
+}
+
 // A /model that cannot be opened (a model that does not resolve) leaves
 // the person in the session they were in, not without one; the sessions
 // opened next use the model that worked, and a /model that worked sticks.
